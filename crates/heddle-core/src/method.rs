@@ -1,0 +1,202 @@
+//! The A2A operations and every name each has on the wire, in one table.
+//!
+//! Bindings look names up here; none keeps its own list.
+
+use crate::version::ProtocolVersion;
+
+/// An A2A operation, whatever the binding or version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Method {
+    /// Send a message; reply with a Task or Message.
+    SendMessage,
+    /// Send a message; reply with a stream of events.
+    SendStreamingMessage,
+    /// Read a task.
+    GetTask,
+    /// List the caller's tasks.
+    ListTasks,
+    /// Cancel a task.
+    CancelTask,
+    /// Attach to a live task's events.
+    SubscribeToTask,
+    /// Create (v0.3: set) a push notification config.
+    CreatePushConfig,
+    /// Read a push notification config.
+    GetPushConfig,
+    /// List a task's push notification configs.
+    ListPushConfigs,
+    /// Delete a push notification config.
+    DeletePushConfig,
+    /// Read the extended Agent Card.
+    GetExtendedAgentCard,
+}
+
+/// One row of the name table.
+#[derive(Clone, Copy, Debug)]
+pub struct MethodNames {
+    /// The operation.
+    pub method: Method,
+    /// v1.0 JSON-RPC and gRPC name.
+    pub v1: &'static str,
+    /// v0.3 JSON-RPC name, if v0.3 has the operation.
+    pub v03: Option<&'static str>,
+    /// v0.3 gRPC name (`a2a.v1.A2AService`), if any.
+    pub v03_grpc: Option<&'static str>,
+    /// Whether the reply is a stream.
+    pub streaming: bool,
+}
+
+/// Every operation with its names (WIRE-NOTES §2).
+pub const METHODS: &[MethodNames] = &[
+    MethodNames {
+        method: Method::SendMessage,
+        v1: "SendMessage",
+        v03: Some("message/send"),
+        v03_grpc: Some("SendMessage"),
+        streaming: false,
+    },
+    MethodNames {
+        method: Method::SendStreamingMessage,
+        v1: "SendStreamingMessage",
+        v03: Some("message/stream"),
+        v03_grpc: Some("SendStreamingMessage"),
+        streaming: true,
+    },
+    MethodNames {
+        method: Method::GetTask,
+        v1: "GetTask",
+        v03: Some("tasks/get"),
+        v03_grpc: Some("GetTask"),
+        streaming: false,
+    },
+    MethodNames {
+        method: Method::ListTasks,
+        v1: "ListTasks",
+        v03: None,
+        v03_grpc: None,
+        streaming: false,
+    },
+    MethodNames {
+        method: Method::CancelTask,
+        v1: "CancelTask",
+        v03: Some("tasks/cancel"),
+        v03_grpc: Some("CancelTask"),
+        streaming: false,
+    },
+    MethodNames {
+        method: Method::SubscribeToTask,
+        v1: "SubscribeToTask",
+        v03: Some("tasks/resubscribe"),
+        v03_grpc: Some("TaskSubscription"),
+        streaming: true,
+    },
+    MethodNames {
+        method: Method::CreatePushConfig,
+        v1: "CreateTaskPushNotificationConfig",
+        v03: Some("tasks/pushNotificationConfig/set"),
+        v03_grpc: Some("CreateTaskPushNotificationConfig"),
+        streaming: false,
+    },
+    MethodNames {
+        method: Method::GetPushConfig,
+        v1: "GetTaskPushNotificationConfig",
+        v03: Some("tasks/pushNotificationConfig/get"),
+        v03_grpc: Some("GetTaskPushNotificationConfig"),
+        streaming: false,
+    },
+    MethodNames {
+        method: Method::ListPushConfigs,
+        v1: "ListTaskPushNotificationConfigs",
+        v03: Some("tasks/pushNotificationConfig/list"),
+        v03_grpc: Some("ListTaskPushNotificationConfig"),
+        streaming: false,
+    },
+    MethodNames {
+        method: Method::DeletePushConfig,
+        v1: "DeleteTaskPushNotificationConfig",
+        v03: Some("tasks/pushNotificationConfig/delete"),
+        v03_grpc: Some("DeleteTaskPushNotificationConfig"),
+        streaming: false,
+    },
+    MethodNames {
+        method: Method::GetExtendedAgentCard,
+        v1: "GetExtendedAgentCard",
+        v03: Some("agent/getAuthenticatedExtendedCard"),
+        v03_grpc: Some("GetAgentCard"),
+        streaming: false,
+    },
+];
+
+/// Pre-0.2 aliases still accepted (as 0.3 calls): `tasks/send`, `tasks/sendSubscribe`.
+pub const LEGACY_ALIASES: &[(&str, Method)] = &[
+    ("tasks/send", Method::SendMessage),
+    ("tasks/sendSubscribe", Method::SendStreamingMessage),
+];
+
+/// Which naming family a JSON-RPC method name belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    /// A v1.0 PascalCase name.
+    V1,
+    /// A v0.3 slash name.
+    V03,
+    /// A pre-0.2 alias (params may be in the original `TaskSendParams` shape).
+    Legacy,
+}
+
+impl Method {
+    /// This operation's names.
+    pub fn names(self) -> &'static MethodNames {
+        METHODS
+            .iter()
+            .find(|n| n.method == self)
+            .unwrap_or(&METHODS[0])
+    }
+
+    /// Looks up a JSON-RPC method name in every dialect.
+    pub fn from_jsonrpc(name: &str) -> Option<(Method, Dialect)> {
+        if let Some(n) = METHODS.iter().find(|n| n.v1 == name) {
+            return Some((n.method, Dialect::V1));
+        }
+        if let Some(n) = METHODS.iter().find(|n| n.v03 == Some(name)) {
+            return Some((n.method, Dialect::V03));
+        }
+        LEGACY_ALIASES
+            .iter()
+            .find(|(alias, _)| *alias == name)
+            .map(|(_, m)| (*m, Dialect::Legacy))
+    }
+
+    /// The JSON-RPC name in `version`.
+    pub fn jsonrpc_name(self, version: ProtocolVersion) -> Option<&'static str> {
+        match version {
+            ProtocolVersion::V1_0 => Some(self.names().v1),
+            ProtocolVersion::V0_3 => self.names().v03,
+        }
+    }
+
+    /// Whether the reply is a stream.
+    pub fn is_streaming(self) -> bool {
+        self.names().streaming
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_resolves_to_its_operation() {
+        for n in METHODS {
+            assert_eq!(Method::from_jsonrpc(n.v1), Some((n.method, Dialect::V1)));
+            if let Some(v03) = n.v03 {
+                assert_eq!(Method::from_jsonrpc(v03), Some((n.method, Dialect::V03)));
+            }
+        }
+        assert_eq!(
+            Method::from_jsonrpc("tasks/sendSubscribe"),
+            Some((Method::SendStreamingMessage, Dialect::Legacy))
+        );
+        assert_eq!(Method::from_jsonrpc("tasks/unknown"), None);
+    }
+}

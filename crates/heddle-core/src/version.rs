@@ -1,0 +1,95 @@
+//! A2A protocol versions and the `A2A-Version` service parameter (v1 §3.6).
+
+use std::fmt;
+
+use crate::error::{A2aError, ErrorCode};
+
+/// The protocol versions Heddle speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ProtocolVersion {
+    /// v0.3: `kind`-tagged JSON, slash method names.
+    V0_3,
+    /// v1.0: ProtoJSON, PascalCase method names.
+    V1_0,
+}
+
+/// Name of the version header (HTTP) and metadata key (gRPC, lowercase).
+pub const VERSION_HEADER: &str = "A2A-Version";
+/// Name of the extensions header.
+pub const EXTENSIONS_HEADER: &str = "A2A-Extensions";
+/// The v0.3 name of the extensions header, still accepted.
+pub const LEGACY_EXTENSIONS_HEADER: &str = "X-A2A-Extensions";
+
+impl ProtocolVersion {
+    /// The `Major.Minor` string.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::V0_3 => "0.3",
+            Self::V1_0 => "1.0",
+        }
+    }
+
+    /// Reads a version string; only major.minor counts (`"0.3.0"` is 0.3).
+    pub fn parse(s: &str) -> Option<Self> {
+        let mut it = s.trim().split('.');
+        let major = it.next()?.parse::<u32>().ok()?;
+        let minor = it.next().map_or(Some(0), |m| m.parse::<u32>().ok())?;
+        match (major, minor) {
+            (0, 3) => Some(Self::V0_3),
+            (1, 0) => Some(Self::V1_0),
+            _ => None,
+        }
+    }
+
+    /// Reads the `A2A-Version` value of a request: absent or empty means 0.3
+    /// (v1 §3.6.2); anything not served is VersionNotSupported.
+    pub fn from_header(value: Option<&str>) -> Result<Self, A2aError> {
+        match value.map(str::trim) {
+            None | Some("") => Ok(Self::V0_3),
+            Some(v) => Self::parse(v).ok_or_else(|| {
+                A2aError::new(
+                    ErrorCode::VersionNotSupported,
+                    format!("A2A-Version {v:?} is not supported; use 1.0 or 0.3"),
+                )
+                .with_meta("requestedVersion", v)
+            }),
+        }
+    }
+}
+
+impl fmt::Display for ProtocolVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_parsing_follows_major_minor_rule() {
+        assert_eq!(
+            ProtocolVersion::from_header(None),
+            Ok(ProtocolVersion::V0_3)
+        );
+        assert_eq!(
+            ProtocolVersion::from_header(Some("")),
+            Ok(ProtocolVersion::V0_3)
+        );
+        assert_eq!(
+            ProtocolVersion::from_header(Some("1.0")),
+            Ok(ProtocolVersion::V1_0)
+        );
+        assert_eq!(
+            ProtocolVersion::from_header(Some("1.0.7")),
+            Ok(ProtocolVersion::V1_0)
+        );
+        assert_eq!(
+            ProtocolVersion::from_header(Some("0.3.0")),
+            Ok(ProtocolVersion::V0_3)
+        );
+        let err = ProtocolVersion::from_header(Some("99.0")).expect_err("unsupported");
+        assert_eq!(err.code, ErrorCode::VersionNotSupported);
+    }
+}
