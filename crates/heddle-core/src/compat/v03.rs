@@ -32,6 +32,9 @@
 //!   dropped; v1.0 `tenant` on interfaces and per-interface protocol versions
 //!   collapse into v0.3's `url` + `additionalInterfaces` (see
 //!   [`AgentCard::from_v1`]).
+//! * **Card `protocolVersion`**: downgrading always writes `"0.3.0"`; only
+//!   major.minor counts (v1 §3.6), so `"0.3"` and `"0.3.0"` are the same.
+//!   `preferredTransport` is written only when it is not the default JSONRPC.
 //! * **Timestamps** that are not RFC 3339 are dropped when upgrading.
 //! * **Task state `unknown`** ↔ `TASK_STATE_UNSPECIFIED`.
 
@@ -1591,7 +1594,8 @@ impl AgentCard {
             name: card.name.clone(),
             description: card.description.clone(),
             url: main.url.clone(),
-            preferred_transport: Some(main.protocol_binding.clone()),
+            // JSONRPC is v0.3's default transport and is left implicit.
+            preferred_transport: (main.protocol_binding != "JSONRPC").then(|| main.protocol_binding.clone()),
             additional_interfaces: (v03.len() > 1).then(|| {
                 v03.iter()
                     .map(|i| AgentInterface {
