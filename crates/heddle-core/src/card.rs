@@ -130,7 +130,10 @@ mod tests {
         assert_eq!(card_form(&doc), CardForm::Dual);
         assert_eq!(doc["protocolVersion"], "0.3.0");
         assert_eq!(doc["url"], "http://h/a2a");
-        assert!(doc.get("preferredTransport").is_none(), "JSONRPC is the default");
+        assert!(
+            doc.get("preferredTransport").is_none(),
+            "JSONRPC is the default"
+        );
         assert_eq!(
             doc["additionalInterfaces"].as_array().map(Vec::len),
             Some(2)

@@ -52,7 +52,11 @@ fn shared_dir() -> Option<PathBuf> {
 
 /// The JSON text of an entry, after the SSE prefix and the lenient steps.
 fn extract(shared: &PathBuf, e: &Entry) -> String {
-    let path = if e.source.starts_with("seeds/") { shared.join(&e.source) } else { shared.join("reference").join(&e.source) };
+    let path = if e.source.starts_with("seeds/") {
+        shared.join(&e.source)
+    } else {
+        shared.join("reference").join(&e.source)
+    };
     let text = fs::read_to_string(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
     let lines: Vec<&str> = text.lines().collect();
     let mut s = lines[e.lines[0] - 1..e.lines[1]].join("\n");
@@ -66,7 +70,10 @@ fn extract(shared: &PathBuf, e: &Entry) -> String {
             "strip-block-comments" => strip_comments(&s, false),
             "strip-trailing-commas" => strip_trailing_commas(&s),
             "trim-to-json" => {
-                let (a, b) = (s.find('{').unwrap_or(0), s.rfind('}').map_or(s.len(), |i| i + 1));
+                let (a, b) = (
+                    s.find('{').unwrap_or(0),
+                    s.rfind('}').map_or(s.len(), |i| i + 1),
+                );
                 s[a..b].to_owned()
             }
             other => panic!("{}: unknown lenient step {other}", e.id),
@@ -181,15 +188,21 @@ fn semantic_eq(input: &Value, output: &Value) -> Result<(), String> {
                 }
                 Ok(())
             }
-            (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
-                x.iter().zip(y).enumerate().try_for_each(|(i, (p, q))| go(p, q, &format!("{path}[{i}]")))
-            }
+            (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+                .iter()
+                .zip(y)
+                .enumerate()
+                .try_for_each(|(i, (p, q))| go(p, q, &format!("{path}[{i}]"))),
             (Value::Number(x), Value::Number(y)) if x.as_f64() == y.as_f64() => Ok(()),
             (Value::String(x), Value::String(y)) if x == y => Ok(()),
             // Only major.minor of a protocol version counts (v1 §3.6).
             (Value::String(x), Value::String(y)) if path.ends_with(".protocolVersion") => {
                 let v = heddle_core::ProtocolVersion::parse;
-                if v(x).is_some() && v(x) == v(y) { Ok(()) } else { Err(format!("{path}: {x:?} became {y:?}")) }
+                if v(x).is_some() && v(x) == v(y) {
+                    Ok(())
+                } else {
+                    Err(format!("{path}: {x:?} became {y:?}"))
+                }
             }
             (Value::String(x), Value::String(y)) => {
                 let ts = |s: &str| s.parse::<heddle_core::wkt::Timestamp>().ok();
@@ -223,14 +236,22 @@ fn rt<T: DeserializeOwned + Serialize>(doc: &Value) -> Result<(), String> {
 }
 
 /// A v0.3 value also survives v0.3 → v1.0 → v0.3.
-fn rt03<T, V>(doc: &Value, up: impl Fn(&T) -> Result<V, String>, down: impl Fn(&V) -> Option<T>) -> Result<(), String>
+fn rt03<T, V>(
+    doc: &Value,
+    up: impl Fn(&T) -> Result<V, String>,
+    down: impl Fn(&V) -> Option<T>,
+) -> Result<(), String>
 where
     T: DeserializeOwned + Serialize,
 {
     rt::<T>(doc)?;
     let v: T = from_value(doc.clone()).map_err(|e| e.to_string())?;
     let back = down(&up(&v)?).ok_or("no v0.3 form of the upgraded value")?;
-    semantic_eq(doc, &serde_json::to_value(&back).map_err(|e| e.to_string())?).map_err(|e| format!("via v1.0: {e}"))
+    semantic_eq(
+        doc,
+        &serde_json::to_value(&back).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| format!("via v1.0: {e}"))
 }
 
 fn check_v1_type(name: &str, doc: &Value) -> Result<(), String> {
@@ -259,9 +280,15 @@ fn check_v1_type(name: &str, doc: &Value) -> Result<(), String> {
         "CancelTaskRequest" => rt_valid::<v1::CancelTaskRequest>(doc),
         "SubscribeToTaskRequest" => rt_valid::<v1::SubscribeToTaskRequest>(doc),
         "TaskPushNotificationConfig" => rt::<v1::TaskPushNotificationConfig>(doc),
-        "ListTaskPushNotificationConfigsResponse" => rt::<v1::ListTaskPushNotificationConfigsResponse>(doc),
-        "GetTaskPushNotificationConfigRequest" => rt_valid::<v1::GetTaskPushNotificationConfigRequest>(doc),
-        "DeleteTaskPushNotificationConfigRequest" => rt_valid::<v1::DeleteTaskPushNotificationConfigRequest>(doc),
+        "ListTaskPushNotificationConfigsResponse" => {
+            rt::<v1::ListTaskPushNotificationConfigsResponse>(doc)
+        }
+        "GetTaskPushNotificationConfigRequest" => {
+            rt_valid::<v1::GetTaskPushNotificationConfigRequest>(doc)
+        }
+        "DeleteTaskPushNotificationConfigRequest" => {
+            rt_valid::<v1::DeleteTaskPushNotificationConfigRequest>(doc)
+        }
         other => Err(format!("no v1 type {other}")),
     }
 }
@@ -269,12 +296,20 @@ fn check_v1_type(name: &str, doc: &Value) -> Result<(), String> {
 fn check_v03_type(name: &str, doc: &Value) -> Result<(), String> {
     match name {
         "AgentCard" => rt03::<v03::AgentCard, _>(doc, |c| Ok(c.to_v1()), v03::AgentCard::from_v1),
-        "Message" => rt03::<v03::Message, _>(doc, v03::Message::to_v1, |x| Some(v03::Message::from_v1(x))),
+        "Message" => {
+            rt03::<v03::Message, _>(doc, v03::Message::to_v1, |x| Some(v03::Message::from_v1(x)))
+        }
         "Part" => rt03::<v03::Part, _>(doc, v03::Part::to_v1, |x| Some(v03::Part::from_v1(x))),
         "Task" => rt03::<v03::Task, _>(doc, v03::Task::to_v1, |x| Some(v03::Task::from_v1(x))),
-        "TaskStatus" => rt03::<v03::TaskStatus, _>(doc, v03::TaskStatus::to_v1, |x| Some(v03::TaskStatus::from_v1(x))),
-        "Artifact" => rt03::<v03::Artifact, _>(doc, v03::Artifact::to_v1, |x| Some(v03::Artifact::from_v1(x))),
-        "TaskStatusUpdateEvent" | "TaskArtifactUpdateEvent" => rt03::<v03::StreamEvent, _>(doc, v03::StreamEvent::to_v1, v03::StreamEvent::from_v1),
+        "TaskStatus" => rt03::<v03::TaskStatus, _>(doc, v03::TaskStatus::to_v1, |x| {
+            Some(v03::TaskStatus::from_v1(x))
+        }),
+        "Artifact" => rt03::<v03::Artifact, _>(doc, v03::Artifact::to_v1, |x| {
+            Some(v03::Artifact::from_v1(x))
+        }),
+        "TaskStatusUpdateEvent" | "TaskArtifactUpdateEvent" => {
+            rt03::<v03::StreamEvent, _>(doc, v03::StreamEvent::to_v1, v03::StreamEvent::from_v1)
+        }
         "MessageSendParams" => rt::<v03::MessageSendParams>(doc),
         "PushNotificationConfig" => rt::<v03::PushNotificationConfig>(doc),
         "TaskPushNotificationConfig" => rt::<v03::TaskPushNotificationConfig>(doc),
@@ -287,26 +322,44 @@ fn check_v03_type(name: &str, doc: &Value) -> Result<(), String> {
 fn check_params(method: Method, dialect: Dialect, params: &Value) -> Result<(), String> {
     use Method as M;
     match (dialect, method) {
-        (Dialect::V1, M::SendMessage | M::SendStreamingMessage) => rt_valid::<v1::SendMessageRequest>(params),
+        (Dialect::V1, M::SendMessage | M::SendStreamingMessage) => {
+            rt_valid::<v1::SendMessageRequest>(params)
+        }
         (Dialect::V1, M::GetTask) => rt_valid::<v1::GetTaskRequest>(params),
         (Dialect::V1, M::ListTasks) => rt_valid::<v1::ListTasksRequest>(params),
         (Dialect::V1, M::CancelTask) => rt_valid::<v1::CancelTaskRequest>(params),
         (Dialect::V1, M::SubscribeToTask) => rt_valid::<v1::SubscribeToTaskRequest>(params),
         (Dialect::V1, M::CreatePushConfig) => rt::<v1::TaskPushNotificationConfig>(params),
-        (Dialect::V1, M::GetPushConfig) => rt_valid::<v1::GetTaskPushNotificationConfigRequest>(params),
-        (Dialect::V1, M::ListPushConfigs) => rt_valid::<v1::ListTaskPushNotificationConfigsRequest>(params),
-        (Dialect::V1, M::DeletePushConfig) => rt_valid::<v1::DeleteTaskPushNotificationConfigRequest>(params),
+        (Dialect::V1, M::GetPushConfig) => {
+            rt_valid::<v1::GetTaskPushNotificationConfigRequest>(params)
+        }
+        (Dialect::V1, M::ListPushConfigs) => {
+            rt_valid::<v1::ListTaskPushNotificationConfigsRequest>(params)
+        }
+        (Dialect::V1, M::DeletePushConfig) => {
+            rt_valid::<v1::DeleteTaskPushNotificationConfigRequest>(params)
+        }
         (Dialect::V1, M::GetExtendedAgentCard) => rt::<v1::GetExtendedAgentCardRequest>(params),
-        (Dialect::V03, M::SendMessage | M::SendStreamingMessage) => rt03::<v03::MessageSendParams, _>(
-            params,
-            v03::MessageSendParams::to_v1,
-            |x| Some(v03::MessageSendParams::from_v1(x)),
-        )
-        .or_else(|e| if e.starts_with("via v1.0") { rt::<v03::MessageSendParams>(params) } else { Err(e) }),
+        (Dialect::V03, M::SendMessage | M::SendStreamingMessage) => {
+            rt03::<v03::MessageSendParams, _>(params, v03::MessageSendParams::to_v1, |x| {
+                Some(v03::MessageSendParams::from_v1(x))
+            })
+            .or_else(|e| {
+                if e.starts_with("via v1.0") {
+                    rt::<v03::MessageSendParams>(params)
+                } else {
+                    Err(e)
+                }
+            })
+        }
         (Dialect::V03, M::GetTask) => rt::<v03::TaskQueryParams>(params),
-        (Dialect::V03, M::CancelTask | M::SubscribeToTask | M::ListPushConfigs) => rt::<v03::TaskIdParams>(params),
+        (Dialect::V03, M::CancelTask | M::SubscribeToTask | M::ListPushConfigs) => {
+            rt::<v03::TaskIdParams>(params)
+        }
         (Dialect::V03, M::CreatePushConfig) => rt::<v03::TaskPushNotificationConfig>(params),
-        (Dialect::V03, M::GetPushConfig | M::DeletePushConfig) => rt::<v03::PushConfigParams>(params),
+        (Dialect::V03, M::GetPushConfig | M::DeletePushConfig) => {
+            rt::<v03::PushConfigParams>(params)
+        }
         (Dialect::V03, M::GetExtendedAgentCard) => Ok(()),
         (Dialect::Legacy, _) => {
             let l = LegacySend::from_value(params.clone()).map_err(|e| e.to_string())?;
@@ -334,7 +387,9 @@ fn check_result(method: Method, version: &str, result: &Value) -> Result<(), Str
         match method {
             M::SendMessage => rt::<v03::SendResult>(result),
             M::SendStreamingMessage | M::SubscribeToTask => rt::<v03::StreamEvent>(result),
-            M::GetTask | M::CancelTask => rt03::<v03::Task, _>(result, v03::Task::to_v1, |x| Some(v03::Task::from_v1(x))),
+            M::GetTask | M::CancelTask => {
+                rt03::<v03::Task, _>(result, v03::Task::to_v1, |x| Some(v03::Task::from_v1(x)))
+            }
             M::CreatePushConfig | M::GetPushConfig => rt::<v03::TaskPushNotificationConfig>(result),
             M::ListPushConfigs => rt::<Vec<v03::TaskPushNotificationConfig>>(result),
             M::DeletePushConfig => Ok(()),
@@ -360,13 +415,17 @@ fn check(e: &Entry, doc: &Value) -> Result<(), String> {
     match kind {
         "jsonrpc-request" => {
             let bytes = serde_json::to_vec(doc).map_err(|err| err.to_string())?;
-            let jsonrpc::Body::Single(Ok(req)) = jsonrpc::parse_body(&bytes).map_err(|err| err.to_string())? else {
+            let jsonrpc::Body::Single(Ok(req)) =
+                jsonrpc::parse_body(&bytes).map_err(|err| err.to_string())?
+            else {
                 return Err("not a valid JSON-RPC request".into());
             };
             let (method, dialect) = Method::from_jsonrpc(&req.method).ok_or("unknown method")?;
             // Absent params read as an empty request (GetExtendedAgentCard has none).
-            let params: Value =
-                req.params.map_or(Ok(serde_json::json!({})), |p| serde_json::from_str(p.get())).map_err(|err| err.to_string())?;
+            let params: Value = req
+                .params
+                .map_or(Ok(serde_json::json!({})), |p| serde_json::from_str(p.get()))
+                .map_err(|err| err.to_string())?;
             check_params(method, dialect, &params)
         }
         "jsonrpc-response" | "jsonrpc-sse-event" => {
@@ -382,12 +441,16 @@ fn check(e: &Entry, doc: &Value) -> Result<(), String> {
         }
         "jsonrpc-error" => {
             let err: ErrorObject = from_value(doc["error"].clone()).map_err(|x| x.to_string())?;
-            heddle_core::ErrorCode::from_jsonrpc(err.code).map(|_| ()).ok_or_else(|| format!("code {} is not in the catalogue", err.code))
+            heddle_core::ErrorCode::from_jsonrpc(err.code)
+                .map(|_| ())
+                .ok_or_else(|| format!("code {} is not in the catalogue", err.code))
         }
         "rest-request" => {
             let (method, _) = method_of(e)?;
             match method {
-                Method::SendMessage | Method::SendStreamingMessage => rt_valid::<v1::SendMessageRequest>(doc),
+                Method::SendMessage | Method::SendStreamingMessage => {
+                    rt_valid::<v1::SendMessageRequest>(doc)
+                }
                 Method::CancelTask => rt::<v1::CancelTaskRequest>(doc),
                 Method::CreatePushConfig => rt::<v1::TaskPushNotificationConfig>(doc),
                 other => Err(format!("no REST body for {other:?}")),
@@ -412,11 +475,18 @@ fn check(e: &Entry, doc: &Value) -> Result<(), String> {
         },
         "legacy-response" | "legacy-error" => {
             let bytes = serde_json::to_vec(doc).map_err(|x| x.to_string())?;
-            let r: jsonrpc::ClientResponse<'_> = serde_json::from_slice(&bytes).map_err(|x| x.to_string())?;
-            (r.jsonrpc == "2.0" && (r.result.is_some() ^ r.error.is_some())).then_some(()).ok_or("not a JSON-RPC response".into())
+            let r: jsonrpc::ClientResponse<'_> =
+                serde_json::from_slice(&bytes).map_err(|x| x.to_string())?;
+            (r.jsonrpc == "2.0" && (r.result.is_some() ^ r.error.is_some()))
+                .then_some(())
+                .ok_or("not a JSON-RPC response".into())
         }
         // Stale RFC 9457 bodies (WIRE-NOTES §16 item 4): not google.rpc.Status.
-        "problem-json" => doc.get("error").is_none().then_some(()).ok_or("unexpectedly a google.rpc.Status".into()),
+        "problem-json" => doc
+            .get("error")
+            .is_none()
+            .then_some(())
+            .ok_or("unexpectedly a google.rpc.Status".into()),
         "generic" | "json-schema" | "jws-header" | "canonical-json" => Ok(()),
         other => Err(format!("unknown kind {other}")),
     }
@@ -425,11 +495,17 @@ fn check(e: &Entry, doc: &Value) -> Result<(), String> {
 #[test]
 fn every_spec_and_seed_example_round_trips_in_its_own_version() {
     let Some(shared) = shared_dir() else {
-        assert!(std::env::var_os("HEDDLE_REQUIRE_REFERENCE").is_none(), "HEDDLE_REQUIRE_REFERENCE is set but ../shared/reference is missing");
+        assert!(
+            std::env::var_os("HEDDLE_REQUIRE_REFERENCE").is_none(),
+            "HEDDLE_REQUIRE_REFERENCE is set but ../shared/reference is missing"
+        );
         eprintln!("SKIPPED golden examples: ../shared/reference not found beside the repository");
         return;
     };
-    let manifest = fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/manifest.json")).expect("manifest");
+    let manifest = fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/manifest.json"),
+    )
+    .expect("manifest");
     let entries: Vec<Entry> = serde_json::from_str(&manifest).expect("manifest parses");
     let (mut failures, mut checked, mut errata) = (Vec::new(), 0, 0);
     for e in &entries {
@@ -441,9 +517,17 @@ fn every_spec_and_seed_example_round_trips_in_its_own_version() {
             }
             if let Some(c) = &e.corrected {
                 errata += 1;
-                eprintln!("erratum {} ({}): {}", e.id, e.version, e.errata.as_deref().unwrap_or("not JSON"));
+                eprintln!(
+                    "erratum {} ({}): {}",
+                    e.id,
+                    e.version,
+                    e.errata.as_deref().unwrap_or("not JSON")
+                );
                 if let Some(kind) = &e.intended_kind {
-                    let e2 = Entry { kind: kind.clone(), ..clone_entry(e) };
+                    let e2 = Entry {
+                        kind: kind.clone(),
+                        ..clone_entry(e)
+                    };
                     if let Err(err) = check(&e2, c) {
                         failures.push(format!("{} (corrected): {err}", e.id));
                     }
@@ -468,8 +552,15 @@ fn every_spec_and_seed_example_round_trips_in_its_own_version() {
                     eprintln!("  (accepted leniently; the extra members are ignored)");
                 }
                 // A stale problem+json body is corrected to a google.rpc.Status.
-                let fixed_kind = if e.kind == "problem-json" { "rest-error" } else { e.kind.as_str() };
-                let e_fixed = Entry { kind: fixed_kind.to_owned(), ..clone_entry(e) };
+                let fixed_kind = if e.kind == "problem-json" {
+                    "rest-error"
+                } else {
+                    e.kind.as_str()
+                };
+                let e_fixed = Entry {
+                    kind: fixed_kind.to_owned(),
+                    ..clone_entry(e)
+                };
                 if let Some(c) = corrected {
                     if check(e, &doc).is_ok() && semantic_eq(&doc, c).is_err() {
                         // Accepted but lossy: re-serialization must differ from the original.
@@ -482,13 +573,24 @@ fn every_spec_and_seed_example_round_trips_in_its_own_version() {
             }
             (None, _) => {
                 if let Err(err) = check(e, &doc) {
-                    failures.push(format!("{} [{} {}:{}-{}]: {err}", e.id, e.kind, e.source, e.lines[0], e.lines[1]));
+                    failures.push(format!(
+                        "{} [{} {}:{}-{}]: {err}",
+                        e.id, e.kind, e.source, e.lines[0], e.lines[1]
+                    ));
                 }
             }
         }
     }
-    eprintln!("golden: {checked} examples checked, {errata} errata, {} entries", entries.len());
-    assert!(failures.is_empty(), "{} golden failures:\n{}", failures.len(), failures.join("\n"));
+    eprintln!(
+        "golden: {checked} examples checked, {errata} errata, {} entries",
+        entries.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} golden failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 fn clone_entry(e: &Entry) -> Entry {

@@ -30,6 +30,8 @@ pub mod v03 {
     include!(concat!(env!("OUT_DIR"), "/a2a.v1.serde.rs"));
 }
 
+pub use manual_serde::{PART_CONTENT_MEMBERS, decode_base64};
+mod manual_serde;
 pub mod rpc;
 mod v1_ext;
 pub mod wkt;

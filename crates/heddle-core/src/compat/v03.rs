@@ -660,17 +660,7 @@ impl Part {
     }
 }
 
-/// Decodes standard or URL-safe base64, padded or not.
-pub fn decode_base64(s: &str) -> Option<Vec<u8>> {
-    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
-    let s = s.trim();
-    STANDARD
-        .decode(s)
-        .or_else(|_| URL_SAFE.decode(s))
-        .or_else(|_| STANDARD_NO_PAD.decode(s))
-        .or_else(|_| URL_SAFE_NO_PAD.decode(s))
-        .ok()
-}
+pub use heddle_proto::decode_base64;
 
 fn parts_to_v1(parts: &[Part], path: &str) -> Result<Vec<v1::Part>, String> {
     parts
@@ -1595,7 +1585,8 @@ impl AgentCard {
             description: card.description.clone(),
             url: main.url.clone(),
             // JSONRPC is v0.3's default transport and is left implicit.
-            preferred_transport: (main.protocol_binding != "JSONRPC").then(|| main.protocol_binding.clone()),
+            preferred_transport: (main.protocol_binding != "JSONRPC")
+                .then(|| main.protocol_binding.clone()),
             additional_interfaces: (v03.len() > 1).then(|| {
                 v03.iter()
                     .map(|i| AgentInterface {
