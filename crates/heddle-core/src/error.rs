@@ -294,7 +294,7 @@ impl A2aError {
         ErrorObject {
             code: i64::from(self.code.spec().jsonrpc),
             message: self.message.clone(),
-            data: (!details.is_empty()).then(|| Value::Array(details)),
+            data: (!details.is_empty()).then_some(Value::Array(details)),
         }
     }
 
@@ -398,8 +398,10 @@ impl A2aError {
                     }
                     err_meta.extend(info.metadata);
                 }
-            } else if any.type_url == rpc::BAD_REQUEST_TYPE {
-                if let Ok(br) = rpc::BadRequest::decode(any.value.as_slice()) {
+            } else if any.type_url == rpc::BAD_REQUEST_TYPE
+                && let Ok(br) = rpc::BadRequest::decode(any.value.as_slice())
+            {
+                {
                     violations.extend(br.field_violations.into_iter().map(|v| FieldViolation {
                         field: v.field,
                         description: v.description,

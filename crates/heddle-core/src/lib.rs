@@ -25,6 +25,7 @@
 
 pub use heddle_proto::{rpc, v1, v03 as v03_proto, wkt};
 
+pub mod call;
 pub mod card;
 pub mod compat;
 pub mod error;

@@ -12,7 +12,10 @@
 //! Without the reference folder the test skips (and says so) unless
 //! `HEDDLE_REQUIRE_REFERENCE=1`, which `.ci/run` sets.
 
-use std::{fs, path::PathBuf};
+use std::{
+    fs,
+    path::{Path, PathBuf},
+};
 
 use heddle_core::{
     A2aError,
@@ -51,7 +54,7 @@ fn shared_dir() -> Option<PathBuf> {
 }
 
 /// The JSON text of an entry, after the SSE prefix and the lenient steps.
-fn extract(shared: &PathBuf, e: &Entry) -> String {
+fn extract(shared: &Path, e: &Entry) -> String {
     let path = if e.source.starts_with("seeds/") {
         shared.join(&e.source)
     } else {

@@ -9,7 +9,6 @@ use heddle_core::{
     wkt::{Struct, Timestamp, Value as PbValue},
 };
 use proptest::prelude::*;
-use prost::Message as _;
 use serde_json::{Map, Value};
 
 /// JSON values that survive protobuf's double: integers within ±2^53 and

@@ -348,31 +348,73 @@ impl Timestamp {
             nanos: (ms.rem_euclid(1000) * 1_000_000) as i32,
         }
     }
+}
 
-    fn to_datetime(self) -> Option<chrono::DateTime<chrono::Utc>> {
-        if !(MIN_SECONDS..=MAX_SECONDS).contains(&self.seconds) {
+/// The civil date of a day count since 1970-01-01 (H. Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+impl Timestamp {
+    /// Writes the RFC 3339 form into `buf`, returning its length, or `None`
+    /// out of range. Done by hand (no `fmt` machinery): it runs for every
+    /// status of every task on the hot path.
+    fn format_into(&self, buf: &mut [u8; 30]) -> Option<usize> {
+        if !(MIN_SECONDS..=MAX_SECONDS).contains(&self.seconds)
+            || !(0..1_000_000_000).contains(&self.nanos)
+        {
             return None;
         }
-        chrono::DateTime::from_timestamp(self.seconds, u32::try_from(self.nanos).ok()?)
+        fn put(buf: &mut [u8], at: usize, mut v: u32, width: usize) {
+            for i in (0..width).rev() {
+                buf[at + i] = b'0' + (v % 10) as u8;
+                v /= 10;
+            }
+        }
+        let (days, secs) = (
+            self.seconds.div_euclid(86_400),
+            self.seconds.rem_euclid(86_400) as u32,
+        );
+        let (y, mo, d) = civil_from_days(days);
+        *buf = *b"0000-00-00T00:00:00.000000000Z";
+        put(buf, 0, y as u32, 4);
+        put(buf, 5, mo, 2);
+        put(buf, 8, d, 2);
+        put(buf, 11, secs / 3600, 2);
+        put(buf, 14, secs / 60 % 60, 2);
+        put(buf, 17, secs % 60, 2);
+        let n = self.nanos as u32;
+        let digits = if n == 0 {
+            0
+        } else if n.is_multiple_of(1_000_000) {
+            put(buf, 20, n / 1_000_000, 3);
+            3
+        } else if n.is_multiple_of(1_000) {
+            put(buf, 20, n / 1_000, 6);
+            6
+        } else {
+            put(buf, 20, n, 9);
+            9
+        };
+        let end = if digits == 0 { 19 } else { 20 + digits };
+        buf[end] = b'Z';
+        Some(end + 1)
     }
 }
 
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let Some(dt) = self.to_datetime() else {
-            return Err(fmt::Error);
-        };
-        let base = dt.format("%Y-%m-%dT%H:%M:%S");
-        let n = self.nanos;
-        if n == 0 {
-            write!(f, "{base}Z")
-        } else if n % 1_000_000 == 0 {
-            write!(f, "{base}.{:03}Z", n / 1_000_000)
-        } else if n % 1_000 == 0 {
-            write!(f, "{base}.{:06}Z", n / 1_000)
-        } else {
-            write!(f, "{base}.{n:09}Z")
-        }
+        let mut buf = [0u8; 30];
+        let len = self.format_into(&mut buf).ok_or(fmt::Error)?;
+        f.write_str(std::str::from_utf8(&buf[..len]).map_err(|_| fmt::Error)?)
     }
 }
 
@@ -407,10 +449,11 @@ impl std::str::FromStr for Timestamp {
 
 impl Serialize for Timestamp {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if self.to_datetime().is_none() || !(0..1_000_000_000).contains(&self.nanos) {
-            return Err(serde::ser::Error::custom("timestamp out of range"));
-        }
-        s.collect_str(self)
+        let mut buf = [0u8; 30];
+        let len = self
+            .format_into(&mut buf)
+            .ok_or_else(|| serde::ser::Error::custom("timestamp out of range"))?;
+        s.serialize_str(std::str::from_utf8(&buf[..len]).map_err(serde::ser::Error::custom)?)
     }
 }
 
@@ -450,6 +493,15 @@ mod tests {
         };
         assert_eq!(t.to_string(), "1970-01-01T00:00:00.000001500Z");
         assert!("2025-13-01T00:00:00Z".parse::<Timestamp>().is_err());
+        for text in [
+            "0001-01-01T00:00:00Z",
+            "1969-12-31T23:59:59.999Z",
+            "2000-02-29T12:00:00Z",
+            "9999-12-31T23:59:59.999999999Z",
+        ] {
+            let t: Timestamp = text.parse().expect("valid");
+            assert_eq!(t.to_string(), text, "formatting agrees with parsing");
+        }
     }
 
     #[test]
