@@ -1,0 +1,52 @@
+//! `heddle`: serve A2A agents and work with Agent Cards.
+
+mod card;
+mod serve;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Heddle: an A2A (Agent2Agent) server, hub and toolkit.
+#[derive(Parser, Debug)]
+#[command(name = "heddle", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Serve the demo agents (echo, writer, writer-stream, conformance).
+    Serve(serve::ServeArgs),
+    /// Work with Agent Cards.
+    #[command(subcommand)]
+    Card(card::CardCommand),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Serve(args) => serve::run(args).await.map(|()| ExitCode::SUCCESS),
+            Command::Card(cmd) => card::run(cmd).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! `heddle serve`: the hub with the demo agents on an embedded store.
+
+use std::{net::SocketAddr, path::PathBuf, sync::Arc};
+
+use anyhow::{Context, bail};
+use clap::Args;
+use heddle_hub::{Hub, agents::with_demo_agents};
+use heddle_server::Limits;
+use heddle_store::{MemoryStore, SqliteStore, TaskStore};
+
+/// Options of `heddle serve`.
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// Task store: `memory`, or `sqlite:PATH` (default: heddle.db in the user's data directory).
+    #[arg(long)]
+    store: Option<String>,
+    /// The agent whose card the root `/.well-known/agent-card.json` serves.
+    #[arg(long, default_value = "echo")]
+    default_agent: String,
+    /// The URL clients reach this server at (default: http://LISTEN).
+    #[arg(long)]
+    public_url: Option<String>,
+    /// Largest request body in bytes.
+    #[arg(long, default_value_t = 8 << 20)]
+    max_body_bytes: usize,
+    /// Most parts in one message.
+    #[arg(long, default_value_t = 256)]
+    max_parts: usize,
+    /// Most streams open at once.
+    #[arg(long, default_value_t = 10_000)]
+    max_streams: usize,
+}
+
+fn default_db() -> PathBuf {
+    dirs::data_dir()
+        .unwrap_or_else(std::env::temp_dir)
+        .join("heddle")
+        .join("heddle.db")
+}
+
+fn open_store(spec: Option<&str>) -> anyhow::Result<(Arc<dyn TaskStore>, String)> {
+    match spec {
+        Some("memory") => Ok((Arc::new(MemoryStore::default()), "memory".into())),
+        Some(s) if s.starts_with("sqlite:") => open_sqlite(PathBuf::from(&s["sqlite:".len()..])),
+        None => open_sqlite(default_db()),
+        Some(other) => bail!("unknown store {other:?}: use `memory` or `sqlite:PATH`"),
+    }
+}
+
+fn open_sqlite(path: PathBuf) -> anyhow::Result<(Arc<dyn TaskStore>, String)> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let store = SqliteStore::open_path(&path)
+        .with_context(|| format!("opening the SQLite store at {}", path.display()))?;
+    Ok((Arc::new(store), format!("sqlite:{}", path.display())))
+}
+
+/// Runs the server until Ctrl-C or SIGTERM.
+pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("HEDDLE_LOG")
+                .unwrap_or_else(|_| "heddle=info,warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let (store, store_name) = open_store(args.store.as_deref())?;
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("binding {}", args.listen))?;
+    let local = listener.local_addr()?;
+    let public_url = args
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{local}"));
+    let limits = Limits {
+        max_body_bytes: args.max_body_bytes,
+        max_parts: args.max_parts,
+        max_streams: args.max_streams,
+        ..Limits::default()
+    };
+    let hub = with_demo_agents(Hub::builder(&public_url, store).limits(limits))
+        .default_agent(&args.default_agent)
+        .build()
+        .await;
+    if hub.agent(&args.default_agent).is_none() {
+        bail!(
+            "no agent named {:?}; the agents are: {}",
+            args.default_agent,
+            names(&hub)
+        );
+    }
+    let app = hub
+        .router()
+        .layer(tower_http::trace::TraceLayer::new_for_http());
+    println!(
+        "Heddle is serving {} agents at {public_url} (store: {store_name})",
+        hub.agents().len()
+    );
+    for a in hub.agents() {
+        println!(
+            "  {:<14} {}/.well-known/agent-card.json",
+            a.id,
+            Hub::agent_url(&public_url, &a.id)
+        );
+    }
+    println!(
+        "  default card   {public_url}/.well-known/agent-card.json ({})",
+        args.default_agent
+    );
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown())
+        .await?;
+    Ok(())
+}
+
+fn names(hub: &Hub) -> String {
+    hub.agents()
+        .iter()
+        .map(|a| a.id.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+async fn shutdown() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
+            s.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}

@@ -1,0 +1,70 @@
+//! The agents `heddle serve` hosts out of the box.
+//!
+//! * [`Echo`]: completes with an artifact repeating the caller's text.
+//! * [`Writer`]: the seed harness: reads a PDF and an instruction, asks who
+//!   the report is for (INPUT_REQUIRED), then writes it.
+//! * [`WriterStream`]: streams its artifact in three chunks.
+//! * [`Conformance`]: the behaviour public conformance suites drive.
+
+mod conformance;
+mod echo;
+mod writer;
+
+use std::sync::Arc;
+
+pub use conformance::Conformance;
+pub use echo::Echo;
+pub use writer::{Writer, WriterStream};
+
+use crate::{AgentProfile, HubBuilder};
+
+/// Adds the four demo agents to a hub.
+pub fn with_demo_agents(hub: HubBuilder) -> HubBuilder {
+    hub.agent(
+        "echo",
+        AgentProfile::new(
+            "echo",
+            "Echo",
+            "Repeats your message back as an artifact.",
+            &["demo", "echo"],
+        ),
+        Arc::new(Echo),
+    )
+    .agent(
+        "writer",
+        AgentProfile {
+            input_modes: vec!["text/plain".into(), "application/pdf".into()],
+            ..AgentProfile::new(
+                "writer",
+                "Report writer",
+                "Reads a document and an instruction, asks who the report is for, then writes it.",
+                &["demo", "writing", "multi-turn"],
+            )
+        },
+        Arc::new(Writer),
+    )
+    .agent(
+        "writer-stream",
+        AgentProfile::new(
+            "writer-stream",
+            "Streaming writer",
+            "Writes a short report and streams it in three chunks.",
+            &["demo", "writing", "streaming"],
+        ),
+        Arc::new(WriterStream::default()),
+    )
+    .agent(
+        "conformance",
+        AgentProfile {
+            input_modes: vec!["text/plain".into(), "application/json".into()],
+            output_modes: vec!["text/plain".into(), "application/json".into()],
+            ..AgentProfile::new(
+                "conformance",
+                "Conformance agent",
+                "Behaves as the public A2A conformance suites expect, steered by the message id.",
+                &["conformance", "tck"],
+            )
+        },
+        Arc::new(Conformance::default()),
+    )
+}

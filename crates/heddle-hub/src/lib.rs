@@ -1,0 +1,238 @@
+//! # heddle-hub
+//!
+//! One server, many agents, laid out as hosted A2A platforms do:
+//!
+//! ```text
+//! GET  /api/v1/agents                                   the agents and their card URLs
+//! GET  /api/v1/agents/{agentId}/.well-known/agent-card.json   (and agent.json)
+//! POST /api/v1/agents/{agentId}/a2a                     JSON-RPC 2.0 (+ SSE)
+//! GET  /.well-known/agent-card.json                     the default agent's card
+//! ```
+//!
+//! The hub is built only on the public API of `heddle-server`: each agent is
+//! a [`heddle_server::RequestHandler`] with its own card, mounted with
+//! [`heddle_server::AgentRoutes`]. The demo agents live in [`agents`].
+
+pub mod agents;
+
+use std::sync::Arc;
+
+use axum::{Json, Router, routing::get};
+use heddle_core::v1;
+use heddle_server::{AgentExecutor, AgentRoutes, Limits, RequestHandler, card_router};
+use heddle_store::TaskStore;
+use serde_json::json;
+
+/// What an agent says about itself; the hub adds the interfaces.
+#[derive(Clone, Debug)]
+pub struct AgentProfile {
+    /// Card name.
+    pub name: String,
+    /// Card description.
+    pub description: String,
+    /// Skills.
+    pub skills: Vec<v1::AgentSkill>,
+    /// Whether the agent streams.
+    pub streaming: bool,
+    /// Input media types.
+    pub input_modes: Vec<String>,
+    /// Output media types.
+    pub output_modes: Vec<String>,
+}
+
+impl AgentProfile {
+    /// A profile with one skill named like the agent.
+    pub fn new(id: &str, name: &str, description: &str, tags: &[&str]) -> Self {
+        Self {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            skills: vec![v1::AgentSkill {
+                id: id.to_owned(),
+                name: name.to_owned(),
+                description: description.to_owned(),
+                tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+                ..Default::default()
+            }],
+            streaming: true,
+            input_modes: vec!["text/plain".into()],
+            output_modes: vec!["text/plain".into()],
+        }
+    }
+}
+
+/// One hosted agent.
+#[derive(Clone, Debug)]
+pub struct HostedAgent {
+    /// URL-safe id, the path segment and store scope.
+    pub id: String,
+    /// Its handler.
+    pub handler: RequestHandler,
+}
+
+/// A server of many agents.
+#[derive(Clone, Debug)]
+pub struct Hub {
+    public_url: String,
+    agents: Vec<HostedAgent>,
+    default_agent: Option<String>,
+}
+
+/// Builds a [`Hub`].
+pub struct HubBuilder {
+    public_url: String,
+    store: Arc<dyn TaskStore>,
+    limits: Limits,
+    agents: Vec<HostedAgent>,
+    default_agent: Option<String>,
+}
+
+impl Hub {
+    /// A builder for a hub reachable at `public_url` (e.g. `http://127.0.0.1:8080`).
+    pub fn builder(public_url: impl Into<String>, store: Arc<dyn TaskStore>) -> HubBuilder {
+        HubBuilder {
+            public_url: public_url.into().trim_end_matches('/').to_owned(),
+            store,
+            limits: Limits::default(),
+            agents: Vec::new(),
+            default_agent: None,
+        }
+    }
+
+    /// The hosted agents.
+    pub fn agents(&self) -> &[HostedAgent] {
+        &self.agents
+    }
+
+    /// The agent with `id`.
+    pub fn agent(&self, id: &str) -> Option<&HostedAgent> {
+        self.agents.iter().find(|a| a.id == id)
+    }
+
+    /// Base URL of an agent.
+    pub fn agent_url(public_url: &str, id: &str) -> String {
+        format!("{public_url}/api/v1/agents/{id}")
+    }
+
+    /// The hub's routes.
+    pub fn router(&self) -> Router {
+        let listing: Vec<serde_json::Value> = self
+            .agents
+            .iter()
+            .map(|a| {
+                let base = Self::agent_url(&self.public_url, &a.id);
+                json!({
+                    "id": a.id,
+                    "name": a.handler.card().name,
+                    "description": a.handler.card().description,
+                    "cardUrl": format!("{base}/.well-known/agent-card.json"),
+                    "url": format!("{base}/a2a"),
+                })
+            })
+            .collect();
+        let listing = Arc::new(json!({ "agents": listing }));
+        let mut router = Router::new().route(
+            "/api/v1/agents",
+            get(move || async move { Json((*listing).clone()) }),
+        );
+        for a in &self.agents {
+            let routes = AgentRoutes::new(a.handler.clone())
+                .jsonrpc_at("/a2a")
+                .router();
+            router = router.nest(&format!("/api/v1/agents/{}", a.id), routes);
+        }
+        if let Some(default) = self.default_agent.as_deref().and_then(|id| self.agent(id)) {
+            // The root serves the default agent's card; its interfaces stay absolute.
+            router = router.merge(card_router(default.handler.card()));
+        }
+        router
+    }
+}
+
+impl HubBuilder {
+    /// Limits applied to every agent.
+    #[must_use]
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The agent whose card the root well-known path serves.
+    #[must_use]
+    pub fn default_agent(mut self, id: impl Into<String>) -> Self {
+        self.default_agent = Some(id.into());
+        self
+    }
+
+    /// Adds an agent; the card gets the hub's interface URLs.
+    #[must_use]
+    pub fn agent(
+        mut self,
+        id: &str,
+        profile: AgentProfile,
+        executor: Arc<dyn AgentExecutor>,
+    ) -> Self {
+        let card = card_for(&self.public_url, id, &profile);
+        let handler =
+            RequestHandler::new(id, card, executor, self.store.clone(), self.limits.clone());
+        self.agents.push(HostedAgent {
+            id: id.to_owned(),
+            handler,
+        });
+        self
+    }
+
+    /// Finishes the hub. Fails tasks a previous process left running (once, for the shared store).
+    pub async fn build(self) -> Hub {
+        if let Some(first) = self.agents.first() {
+            match first.handler.recover().await {
+                Ok(0) => {}
+                Ok(n) => tracing::warn!(
+                    tasks = n,
+                    "marked tasks interrupted by the last shutdown as FAILED"
+                ),
+                Err(e) => tracing::error!(error = %e, "could not recover interrupted tasks"),
+            }
+        }
+        Hub {
+            public_url: self.public_url,
+            agents: self.agents,
+            default_agent: self.default_agent,
+        }
+    }
+}
+
+/// The card of an agent hosted at `public_url`: JSON-RPC in v1.0 and v0.3 at
+/// the same URL (the version header tells them apart).
+pub fn card_for(public_url: &str, id: &str, p: &AgentProfile) -> v1::AgentCard {
+    let url = format!("{}/a2a", Hub::agent_url(public_url, id));
+    let iface = |version: &str| v1::AgentInterface {
+        url: url.clone(),
+        protocol_binding: "JSONRPC".into(),
+        tenant: String::new(),
+        protocol_version: version.into(),
+    };
+    v1::AgentCard {
+        name: p.name.clone(),
+        description: p.description.clone(),
+        supported_interfaces: vec![iface("1.0"), iface("0.3")],
+        provider: Some(v1::AgentProvider {
+            url: "https://github.com/heddle-a2a/heddle".into(),
+            organization: "Heddle".into(),
+        }),
+        version: env!("CARGO_PKG_VERSION").into(),
+        documentation_url: None,
+        capabilities: Some(v1::AgentCapabilities {
+            streaming: Some(p.streaming),
+            push_notifications: Some(false),
+            extensions: Vec::new(),
+            extended_agent_card: Some(false),
+        }),
+        security_schemes: Default::default(),
+        security_requirements: Vec::new(),
+        default_input_modes: p.input_modes.clone(),
+        default_output_modes: p.output_modes.clone(),
+        skills: p.skills.clone(),
+        signatures: Vec::new(),
+        icon_url: None,
+    }
+}

@@ -1,0 +1,881 @@
+//! The transport-neutral request handler: every binding decodes its wire
+//! format into a [`Call`] and hands it here; every business rule lives here.
+
+use std::{
+    pin::Pin,
+    sync::{Arc, atomic::Ordering},
+    time::Duration,
+};
+
+use futures::Stream;
+use heddle_core::{
+    A2aError, ErrorCode, ProtocolVersion,
+    call::Call,
+    v1::{self, stream_response::Payload},
+    wkt::Timestamp,
+};
+use heddle_store::{ListQuery, PageToken, Scope, StoreError, TaskStore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast::error::RecvError};
+
+use crate::{
+    agent::{AgentExecutor, Caller, RequestContext},
+    events::{TaskEvents, current_state},
+    live::{Attached, LiveTask, LiveTasks, Update},
+};
+
+/// Limits that protect the server from oversized or abusive requests.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Largest request body, in bytes (enforced by the HTTP layer).
+    pub max_body_bytes: usize,
+    /// Most parts in one message.
+    pub max_parts: usize,
+    /// Most streams (SSE or gRPC) open at once across the server.
+    pub max_streams: usize,
+    /// How long a canceled agent may keep running before it is aborted.
+    pub cancel_grace: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 8 << 20,
+            max_parts: 256,
+            max_streams: 10_000,
+            cancel_grace: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Per-request facts established before the handler: who and how.
+#[derive(Clone, Debug)]
+pub struct CallContext {
+    /// The caller.
+    pub caller: Caller,
+    /// The protocol version the caller speaks.
+    pub version: ProtocolVersion,
+    /// Activated extensions.
+    pub extensions: Vec<String>,
+    /// A legacy `tasks/send` task id, if the client named one.
+    pub legacy_task_id: Option<String>,
+}
+
+impl CallContext {
+    /// An anonymous v1.0 call with no extensions.
+    pub fn anonymous() -> Self {
+        Self {
+            caller: Caller::anonymous(),
+            version: ProtocolVersion::V1_0,
+            extensions: Vec::new(),
+            legacy_task_id: None,
+        }
+    }
+}
+
+/// A stream of events, in order; it ends when the task does (or waits).
+pub type EventStream = Pin<Box<dyn Stream<Item = Update> + Send>>;
+
+/// What a call produced.
+pub enum Reply {
+    /// A task (GetTask, CancelTask, a SendMessage that made one).
+    Task(v1::Task),
+    /// A direct message reply to SendMessage.
+    Message(v1::Message),
+    /// A page of tasks.
+    Tasks(v1::ListTasksResponse),
+    /// A card.
+    Card(Box<v1::AgentCard>),
+    /// Events (SendStreamingMessage, SubscribeToTask).
+    Stream(EventStream),
+}
+
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reply::Task(t) => f.debug_tuple("Task").field(t).finish(),
+            Reply::Message(m) => f.debug_tuple("Message").field(m).finish(),
+            Reply::Tasks(t) => f.debug_tuple("Tasks").field(t).finish(),
+            Reply::Card(c) => f.debug_tuple("Card").field(c).finish(),
+            Reply::Stream(_) => f.write_str("Stream"),
+        }
+    }
+}
+
+struct Inner {
+    agent_id: String,
+    executor: Arc<dyn AgentExecutor>,
+    store: Arc<dyn TaskStore>,
+    live: LiveTasks,
+    card: v1::AgentCard,
+    extended_card: Option<v1::AgentCard>,
+    limits: Limits,
+    streams: Arc<Semaphore>,
+}
+
+/// Handles every A2A operation for one agent.
+#[derive(Clone)]
+pub struct RequestHandler {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for RequestHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestHandler")
+            .field("agent", &self.inner.agent_id)
+            .finish_non_exhaustive()
+    }
+}
+
+fn store_err(e: StoreError) -> A2aError {
+    match e {
+        StoreError::InvalidPageToken => {
+            A2aError::invalid_field("pageToken", "not a token this server issued")
+        }
+        other => A2aError::internal(format!("task store: {other}")),
+    }
+}
+
+/// Keeps the last `n` history messages (`None`: all; `0`: none) (v1 §3.2.4).
+pub fn truncate_history(task: &mut v1::Task, n: Option<i32>) {
+    if let Some(n) = n {
+        let keep = usize::try_from(n.max(0)).unwrap_or(0);
+        let len = task.history.len();
+        if len > keep {
+            task.history.drain(..len - keep);
+        }
+    }
+}
+
+fn is_final(update: &v1::StreamResponse) -> bool {
+    match &update.payload {
+        Some(Payload::Message(_)) => true,
+        Some(Payload::StatusUpdate(u)) => {
+            let s = u
+                .status
+                .as_ref()
+                .map_or(v1::TaskState::Unspecified, |s| s.state());
+            s.is_terminal() || s.is_interrupted()
+        }
+        Some(Payload::Task(t)) => {
+            let s = t
+                .status
+                .as_ref()
+                .map_or(v1::TaskState::Unspecified, |s| s.state());
+            s.is_terminal()
+        }
+        _ => false,
+    }
+}
+
+impl RequestHandler {
+    /// A handler for the agent `agent_id` with its card, executor and store.
+    pub fn new(
+        agent_id: impl Into<String>,
+        card: v1::AgentCard,
+        executor: Arc<dyn AgentExecutor>,
+        store: Arc<dyn TaskStore>,
+        limits: Limits,
+    ) -> Self {
+        let streams = Arc::new(Semaphore::new(limits.max_streams));
+        Self {
+            inner: Arc::new(Inner {
+                agent_id: agent_id.into(),
+                executor,
+                store,
+                live: LiveTasks::default(),
+                card,
+                extended_card: None,
+                limits,
+                streams,
+            }),
+        }
+    }
+
+    /// Serves `card` to authenticated callers from GetExtendedAgentCard.
+    #[must_use]
+    pub fn with_extended_card(mut self, card: v1::AgentCard) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.extended_card = Some(card);
+        }
+        self
+    }
+
+    /// The agent's public card.
+    pub fn card(&self) -> &v1::AgentCard {
+        &self.inner.card
+    }
+
+    /// The agent id (the store scope and v1.0 tenant).
+    pub fn agent_id(&self) -> &str {
+        &self.inner.agent_id
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
+    /// Number of tasks held live (running or subscribed).
+    pub fn live_tasks(&self) -> usize {
+        self.inner.live.len()
+    }
+
+    fn scope(&self, caller: &Caller) -> Scope {
+        Scope::new(self.inner.agent_id.clone(), caller.id.clone())
+    }
+
+    fn streaming(&self) -> bool {
+        self.inner
+            .card
+            .capabilities
+            .as_ref()
+            .and_then(|c| c.streaming)
+            .unwrap_or(false)
+    }
+
+    fn push_supported(&self) -> bool {
+        self.inner
+            .card
+            .capabilities
+            .as_ref()
+            .and_then(|c| c.push_notifications)
+            .unwrap_or(false)
+    }
+
+    /// The one dispatcher every binding calls.
+    pub async fn handle(&self, cx: CallContext, call: Call) -> Result<Reply, A2aError> {
+        self.check_required_extensions(&cx)?;
+        match call {
+            Call::SendMessage(r) => self.send(cx, r, false).await,
+            Call::SendStreamingMessage(r) => {
+                if !self.streaming() {
+                    return Err(A2aError::new(
+                        ErrorCode::UnsupportedOperation,
+                        "this agent does not stream",
+                    ));
+                }
+                self.send(cx, r, true).await
+            }
+            Call::GetTask(r) => self
+                .get_task(&cx, &r.id, r.history_length)
+                .await
+                .map(Reply::Task),
+            Call::ListTasks(r) => self.list_tasks(&cx, r).await.map(Reply::Tasks),
+            Call::CancelTask(r) => self.cancel_task(&cx, &r.id).await.map(Reply::Task),
+            Call::SubscribeToTask(r) => {
+                if !self.streaming() {
+                    return Err(A2aError::new(
+                        ErrorCode::UnsupportedOperation,
+                        "this agent does not stream",
+                    ));
+                }
+                self.subscribe(&cx, &r.id).await.map(Reply::Stream)
+            }
+            Call::CreatePushConfig(_)
+            | Call::GetPushConfig(_)
+            | Call::ListPushConfigs(_)
+            | Call::DeletePushConfig(_) => {
+                let msg = if self.push_supported() {
+                    "push notification configs are not available yet on this server"
+                } else {
+                    "this agent does not support push notifications"
+                };
+                Err(A2aError::new(ErrorCode::PushNotificationNotSupported, msg))
+            }
+            Call::GetExtendedAgentCard(_) => {
+                self.extended_card(&cx).map(|c| Reply::Card(Box::new(c)))
+            }
+        }
+    }
+
+    fn check_required_extensions(&self, cx: &CallContext) -> Result<(), A2aError> {
+        let Some(caps) = &self.inner.card.capabilities else {
+            return Ok(());
+        };
+        for ext in caps.extensions.iter().filter(|e| e.required) {
+            if !cx.extensions.iter().any(|u| u == &ext.uri) {
+                return Err(A2aError::new(
+                    ErrorCode::ExtensionSupportRequired,
+                    format!("this agent requires the extension {}", ext.uri),
+                )
+                .with_meta("extension", ext.uri.clone()));
+            }
+        }
+        Ok(())
+    }
+
+    fn extended_card(&self, cx: &CallContext) -> Result<v1::AgentCard, A2aError> {
+        let declared = self
+            .inner
+            .card
+            .capabilities
+            .as_ref()
+            .and_then(|c| c.extended_agent_card)
+            .unwrap_or(false);
+        if !declared {
+            return Err(A2aError::new(
+                ErrorCode::UnsupportedOperation,
+                "this agent declares no extended card",
+            ));
+        }
+        match &self.inner.extended_card {
+            Some(c) if cx.caller.authenticated => Ok(c.clone()),
+            Some(_) => Err(A2aError::new(
+                ErrorCode::ExtendedAgentCardNotConfigured,
+                "the extended card needs an authenticated caller",
+            )),
+            None => Err(A2aError::from(ErrorCode::ExtendedAgentCardNotConfigured)),
+        }
+    }
+
+    async fn send(
+        &self,
+        cx: CallContext,
+        req: v1::SendMessageRequest,
+        stream: bool,
+    ) -> Result<Reply, A2aError> {
+        let Some(mut message) = req.message else {
+            return Err(A2aError::invalid_field("message", "is required"));
+        };
+        if message.parts.len() > self.inner.limits.max_parts {
+            return Err(A2aError::invalid_field(
+                "message.parts",
+                format!(
+                    "{} parts; this server accepts at most {}",
+                    message.parts.len(),
+                    self.inner.limits.max_parts
+                ),
+            ));
+        }
+        if message.role() != v1::Role::User {
+            return Err(A2aError::invalid_field("message.role", "must be ROLE_USER"));
+        }
+        let config = req.configuration.clone().unwrap_or_default();
+        let permit = if stream {
+            Some(self.stream_permit()?)
+        } else {
+            None
+        };
+        let scope = self.scope(&cx.caller);
+        if message.task_id.is_empty()
+            && let Some(legacy) = &cx.legacy_task_id
+            && self.inner.live.get(&scope, legacy).is_some()
+        {
+            message.task_id.clone_from(legacy);
+        }
+
+        let (attached, prior) = if message.task_id.is_empty() {
+            self.start_task(&scope, &mut message)
+        } else {
+            let attached = self
+                .inner
+                .live
+                .attach(&scope, &message.task_id, &self.inner.store)
+                .await?;
+            let prior = self.continue_task(&attached.live, &mut message).await;
+            if let Err(e) = prior {
+                drop(attached.rx);
+                self.inner.live.release(&attached.live.id);
+                return Err(e);
+            }
+            (attached, prior.ok())
+        };
+        let Attached { live, rx } = attached;
+        {
+            let mut st = live.state.lock().await;
+            if stream {
+                st.persist_on_create = true;
+            }
+            if config.return_immediately && !stream && !st.created {
+                self.inner
+                    .store
+                    .save(&live.scope, &st.task)
+                    .await
+                    .map_err(store_err)?;
+                st.created = true;
+            }
+        }
+        let context_id = message.context_id.clone();
+        let ctx = RequestContext {
+            task_id: live.id.clone(),
+            context_id: context_id.clone(),
+            message,
+            task: prior,
+            caller: cx.caller.clone(),
+            extensions: cx.extensions.clone(),
+            configuration: req.configuration,
+            metadata: req.metadata,
+            protocol_version: cx.version,
+            cancel: live.cancel.clone(),
+        };
+        self.spawn_execution(live.clone(), ctx).await;
+
+        if stream {
+            // The first event is the task (created) or the agent's direct message.
+            return Ok(Reply::Stream(self.event_stream(live, rx, None, permit)));
+        }
+        if config.return_immediately {
+            drop(rx);
+            let task = live.state.lock().await.task.clone();
+            self.inner.live.release(&live.id);
+            return Ok(Reply::Task(with_history(task, config.history_length)));
+        }
+        self.wait_for_answer(live, rx, config.history_length).await
+    }
+
+    /// A new task, provisional until the agent's first event.
+    fn start_task(&self, scope: &Scope, message: &mut v1::Message) -> (Attached, Option<v1::Task>) {
+        let task_id = uuid::Uuid::now_v7().to_string();
+        if message.context_id.is_empty() {
+            message.context_id = uuid::Uuid::now_v7().to_string();
+        }
+        message.task_id.clone_from(&task_id);
+        let task = v1::Task {
+            id: task_id,
+            context_id: message.context_id.clone(),
+            status: Some(v1::TaskStatus {
+                state: v1::TaskState::Submitted as i32,
+                message: None,
+                timestamp: Some(Timestamp::now()),
+            }),
+            artifacts: Vec::new(),
+            history: vec![message.clone()],
+            metadata: None,
+        };
+        (
+            self.inner
+                .live
+                .insert_new(scope.clone(), task, self.inner.store.clone()),
+            None,
+        )
+    }
+
+    /// A message for an existing task: it must be waiting for the caller.
+    async fn continue_task(
+        &self,
+        live: &Arc<LiveTask>,
+        message: &mut v1::Message,
+    ) -> Result<v1::Task, A2aError> {
+        let mut st = live.state.lock().await;
+        if !st.created {
+            return Err(A2aError::task_not_found(&live.id));
+        }
+        let state = current_state(&st);
+        if state.is_terminal() {
+            return Err(A2aError::new(
+                ErrorCode::UnsupportedOperation,
+                format!(
+                    "task {} is {}; start a new task in the same context",
+                    live.id,
+                    state.as_str_name()
+                ),
+            )
+            .with_meta("taskId", live.id.clone()));
+        }
+        if !message.context_id.is_empty() && message.context_id != st.task.context_id {
+            return Err(A2aError::invalid_field(
+                "message.contextId",
+                "does not match the task's context",
+            ));
+        }
+        if live.running.load(Ordering::Acquire) {
+            return Err(A2aError::new(
+                ErrorCode::UnsupportedOperation,
+                format!(
+                    "task {} is {} and busy; wait for it to ask for input",
+                    live.id,
+                    state.as_str_name()
+                ),
+            ));
+        }
+        message.context_id.clone_from(&st.task.context_id);
+        let prior = st.task.clone();
+        let mut next = st.task.clone();
+        next.history.push(message.clone());
+        self.inner
+            .store
+            .save(&live.scope, &next)
+            .await
+            .map_err(store_err)?;
+        st.task = next;
+        live.running.store(true, Ordering::Release);
+        Ok(prior)
+    }
+
+    async fn spawn_execution(&self, live: Arc<LiveTask>, ctx: RequestContext) {
+        live.running.store(true, Ordering::Release);
+        let events = TaskEvents::new(live.clone(), ctx.context_id.clone());
+        let executor = self.inner.executor.clone();
+        let handler = self.clone();
+        let run_live = live.clone();
+        let handle = tokio::spawn(async move {
+            let result = executor.execute(ctx, events.clone()).await;
+            handler
+                .finish_execution(&run_live, &events, result.err().map(|e| e.0))
+                .await;
+        });
+        live.state.lock().await.abort = Some(handle.abort_handle());
+    }
+
+    /// After `execute` returns: a task left active is failed (an agent bug or
+    /// an agent error), unflushed artifacts are saved, and the task leaves the
+    /// live registry if nobody watches it.
+    async fn finish_execution(
+        &self,
+        live: &Arc<LiveTask>,
+        events: &TaskEvents,
+        error: Option<String>,
+    ) {
+        {
+            let mut st = live.state.lock().await;
+            st.abort = None;
+            if !st.replied {
+                let state = if st.created {
+                    current_state(&st)
+                } else {
+                    v1::TaskState::Unspecified
+                };
+                if !(state.is_terminal() || state.is_interrupted()) {
+                    let reason = error.unwrap_or_else(|| {
+                        "the agent stopped without finishing the task".to_owned()
+                    });
+                    let msg = events.agent_message(vec![v1::Part::text(reason)]);
+                    if let Err(e) = events
+                        .apply_status(&mut st, v1::TaskState::Failed, Some(msg))
+                        .await
+                    {
+                        tracing::error!(task = %live.id, error = %e, "could not fail an abandoned task");
+                    }
+                } else if st.dirty && self.inner.store.save(&live.scope, &st.task).await.is_ok() {
+                    st.dirty = false;
+                }
+            }
+            live.running.store(false, Ordering::Release);
+        }
+        self.inner.live.release(&live.id);
+    }
+
+    async fn wait_for_answer(
+        &self,
+        live: Arc<LiveTask>,
+        mut rx: tokio::sync::broadcast::Receiver<Update>,
+        history: Option<i32>,
+    ) -> Result<Reply, A2aError> {
+        let reply = loop {
+            match rx.recv().await {
+                Ok(update) => {
+                    if let Some(Payload::Message(m)) = &update.payload {
+                        break Reply::Message(m.clone());
+                    }
+                    if is_final(&update) {
+                        break Reply::Task(live.state.lock().await.task.clone());
+                    }
+                }
+                Err(RecvError::Lagged(_)) => {
+                    let st = live.state.lock().await;
+                    let s = current_state(&st);
+                    if st.created && (s.is_terminal() || s.is_interrupted()) {
+                        break Reply::Task(st.task.clone());
+                    }
+                }
+                Err(RecvError::Closed) => break Reply::Task(live.state.lock().await.task.clone()),
+            }
+        };
+        drop(rx);
+        self.inner.live.release(&live.id);
+        Ok(match reply {
+            Reply::Task(t) => Reply::Task(with_history(t, history)),
+            other => other,
+        })
+    }
+
+    fn stream_permit(&self) -> Result<OwnedSemaphorePermit, A2aError> {
+        self.inner.streams.clone().try_acquire_owned().map_err(|_| {
+            A2aError::new(
+                ErrorCode::UnsupportedOperation,
+                format!(
+                    "this server already has {} open streams (its limit); retry later",
+                    self.inner.limits.max_streams
+                ),
+            )
+        })
+    }
+
+    /// Relays the task's events until it ends or waits; `first` (a snapshot)
+    /// goes out before them. Dropping the stream detaches; it never cancels.
+    fn event_stream(
+        &self,
+        live: Arc<LiveTask>,
+        rx: tokio::sync::broadcast::Receiver<Update>,
+        first: Option<v1::Task>,
+        permit: Option<OwnedSemaphorePermit>,
+    ) -> EventStream {
+        struct Guard {
+            handler: RequestHandler,
+            id: String,
+            _permit: Option<OwnedSemaphorePermit>,
+        }
+        impl Drop for Guard {
+            fn drop(&mut self) {
+                self.handler.inner.live.release(&self.id);
+            }
+        }
+        let guard = Guard {
+            handler: self.clone(),
+            id: live.id.clone(),
+            _permit: permit,
+        };
+        let first = first.map(|t| {
+            Arc::new(v1::StreamResponse {
+                payload: Some(Payload::Task(t)),
+            })
+        });
+        let s = futures::stream::unfold(
+            (Some(rx), first, false, live, guard),
+            |(rx, first, done, live, guard)| async move {
+                if done {
+                    return None;
+                }
+                let mut rx = rx?;
+                if let Some(snapshot) = first {
+                    return Some((snapshot, (Some(rx), None, false, live, guard)));
+                }
+                match rx.recv().await {
+                    Ok(update) => {
+                        let end = is_final(&update);
+                        let rx = if end { None } else { Some(rx) };
+                        Some((update, (rx, None, end, live, guard)))
+                    }
+                    Err(RecvError::Lagged(_)) => {
+                        // Too slow: resynchronise with a fresh snapshot.
+                        let task = live.state.lock().await.task.clone();
+                        let snap = Arc::new(v1::StreamResponse {
+                            payload: Some(Payload::Task(task)),
+                        });
+                        let end = is_final(&snap);
+                        Some((
+                            snap,
+                            (if end { None } else { Some(rx) }, None, end, live, guard),
+                        ))
+                    }
+                    Err(RecvError::Closed) => None,
+                }
+            },
+        );
+        Box::pin(s)
+    }
+
+    /// GetTask, scoped to the caller; the live state when there is one.
+    pub async fn get_task(
+        &self,
+        cx: &CallContext,
+        id: &str,
+        history: Option<i32>,
+    ) -> Result<v1::Task, A2aError> {
+        let scope = self.scope(&cx.caller);
+        if let Some(live) = self.inner.live.get(&scope, id) {
+            let st = live.state.lock().await;
+            if st.created {
+                return Ok(with_history(st.task.clone(), history));
+            }
+        }
+        let task = self
+            .inner
+            .store
+            .load(&scope, id)
+            .await
+            .map_err(store_err)?
+            .ok_or_else(|| A2aError::task_not_found(id))?;
+        Ok(with_history(task, history))
+    }
+
+    async fn list_tasks(
+        &self,
+        cx: &CallContext,
+        r: v1::ListTasksRequest,
+    ) -> Result<v1::ListTasksResponse, A2aError> {
+        let page_size = r.page_size.unwrap_or(50).clamp(1, 100) as u32;
+        if let Some(t) = r
+            .page_token
+            .as_str()
+            .chars()
+            .next()
+            .map(|_| r.page_token.as_str())
+        {
+            PageToken::decode(t).map_err(store_err)?;
+        }
+        let state = match r.status() {
+            v1::TaskState::Unspecified => None,
+            s => Some(s),
+        };
+        let query = ListQuery {
+            context_id: (!r.context_id.is_empty()).then(|| r.context_id.clone()),
+            state,
+            status_after_ms: r.status_timestamp_after.map(|t| t.as_millis()),
+            page_size,
+            page_token: (!r.page_token.is_empty()).then(|| r.page_token.clone()),
+        };
+        let page = self
+            .inner
+            .store
+            .list(&self.scope(&cx.caller), &query)
+            .await
+            .map_err(store_err)?;
+        let include_artifacts = r.include_artifacts.unwrap_or(false);
+        let tasks = page
+            .tasks
+            .into_iter()
+            .map(|mut t| {
+                if !include_artifacts {
+                    t.artifacts.clear();
+                }
+                with_history(t, r.history_length)
+            })
+            .collect();
+        Ok(v1::ListTasksResponse {
+            tasks,
+            next_page_token: page.next_page_token,
+            page_size: page_size as i32,
+            total_size: page.total_size as i32,
+        })
+    }
+
+    /// CancelTask: stops the executor and ends the task CANCELED.
+    async fn cancel_task(&self, cx: &CallContext, id: &str) -> Result<v1::Task, A2aError> {
+        let scope = self.scope(&cx.caller);
+        let Attached { live, rx } = self
+            .inner
+            .live
+            .attach(&scope, id, &self.inner.store)
+            .await?;
+        drop(rx);
+        let result = self.cancel_live(&live).await;
+        self.inner.live.release(&live.id);
+        result
+    }
+
+    async fn cancel_live(&self, live: &Arc<LiveTask>) -> Result<v1::Task, A2aError> {
+        let (running, snapshot) = {
+            let st = live.state.lock().await;
+            if !st.created {
+                return Err(A2aError::task_not_found(&live.id));
+            }
+            let state = current_state(&st);
+            if state == v1::TaskState::Canceled {
+                return Ok(st.task.clone());
+            }
+            if state.is_terminal() {
+                return Err(A2aError::new(
+                    ErrorCode::TaskNotCancelable,
+                    format!("task {} is already {}", live.id, state.as_str_name()),
+                )
+                .with_meta("taskId", live.id.clone()));
+            }
+            (live.running.load(Ordering::Acquire), st.task.clone())
+        };
+        let events = TaskEvents::new(live.clone(), snapshot.context_id.clone());
+        if running {
+            live.cancel.cancel();
+            let ctx = RequestContext {
+                task_id: live.id.clone(),
+                context_id: snapshot.context_id.clone(),
+                message: snapshot.history.last().cloned().unwrap_or_default(),
+                task: Some(snapshot.clone()),
+                caller: Caller::default(),
+                extensions: Vec::new(),
+                configuration: None,
+                metadata: None,
+                protocol_version: ProtocolVersion::V1_0,
+                cancel: live.cancel.clone(),
+            };
+            let grace = self.inner.limits.cancel_grace;
+            if let Err(e) =
+                tokio::time::timeout(grace, self.inner.executor.cancel(ctx, events.clone()))
+                    .await
+                    .unwrap_or(Ok(()))
+            {
+                tracing::warn!(task = %live.id, error = %e, "agent cancel failed; canceling anyway");
+            }
+        }
+        let mut st = live.state.lock().await;
+        let state = current_state(&st);
+        if !state.is_terminal() {
+            let msg =
+                events.agent_message(vec![v1::Part::text("canceled at the caller's request")]);
+            events
+                .apply_status(&mut st, v1::TaskState::Canceled, Some(msg))
+                .await
+                .map_err(|e| A2aError::internal(e.to_string()))?;
+        }
+        if let Some(abort) = st.abort.take() {
+            // The agent had its grace period in `cancel`; stop it for good.
+            abort.abort();
+            live.running.store(false, Ordering::Release);
+        }
+        if current_state(&st) == v1::TaskState::Canceled {
+            Ok(st.task.clone())
+        } else {
+            let s = current_state(&st);
+            Err(A2aError::new(
+                ErrorCode::TaskNotCancelable,
+                format!(
+                    "task {} ended {} before it could be canceled",
+                    live.id,
+                    s.as_str_name()
+                ),
+            ))
+        }
+    }
+
+    /// SubscribeToTask: the current task first, then its events.
+    async fn subscribe(&self, cx: &CallContext, id: &str) -> Result<EventStream, A2aError> {
+        let permit = self.stream_permit()?;
+        let scope = self.scope(&cx.caller);
+        let Attached { live, rx } = self
+            .inner
+            .live
+            .attach(&scope, id, &self.inner.store)
+            .await?;
+        let snapshot = {
+            let st = live.state.lock().await;
+            (st.created).then(|| st.task.clone())
+        };
+        let Some(snapshot) = snapshot else {
+            drop(rx);
+            self.inner.live.release(&live.id);
+            return Err(A2aError::task_not_found(id));
+        };
+        let state = snapshot
+            .status
+            .as_ref()
+            .map_or(v1::TaskState::Unspecified, |s| s.state());
+        if state.is_terminal() {
+            drop(rx);
+            self.inner.live.release(&live.id);
+            return Err(A2aError::new(
+                ErrorCode::UnsupportedOperation,
+                format!(
+                    "task {id} is {}; there is nothing to subscribe to",
+                    state.as_str_name()
+                ),
+            ));
+        }
+        Ok(self.event_stream(live, rx, Some(snapshot), Some(permit)))
+    }
+
+    /// At start-up: fail tasks a previous process left running.
+    pub async fn recover(&self) -> Result<u64, A2aError> {
+        self.inner
+            .store
+            .fail_interrupted(
+                "the server restarted while this task was running; send the request again",
+            )
+            .await
+            .map_err(store_err)
+    }
+}
+
+fn with_history(mut task: v1::Task, n: Option<i32>) -> v1::Task {
+    truncate_history(&mut task, n);
+    task
+}

@@ -1,0 +1,377 @@
+//! The JSON-RPC 2.0 binding over HTTP (v1 §9, v0.3 §7): decode, dispatch to
+//! the [`RequestHandler`], encode in the caller's version. Streams go out as
+//! SSE, one JSON-RPC response per `data:` line.
+//!
+//! Version policy: `A2A-Version` decides (absent = 0.3, v1 §3.6.2), and the
+//! method name must belong to that version. One exception, for clients that
+//! forget the header: a header-less request with a v1.0 method name
+//! (`SendMessage`) is served as v1.0, since the name cannot be v0.3. A v0.3
+//! name in a request that says `A2A-Version: 1.0` is MethodNotFound.
+
+use std::convert::Infallible;
+
+use axum::{
+    extract::State,
+    http::{HeaderMap, HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response, Sse, sse::Event, sse::KeepAlive},
+};
+use bytes::Bytes;
+use futures::StreamExt;
+use heddle_core::{
+    A2aError, ErrorCode, ProtocolVersion,
+    call::{Calls, Decoded, Item, parse_calls},
+    compat::v03,
+    jsonrpc::{Id, Response as RpcResponse},
+    method::{Dialect, Method},
+    v1,
+    version::{EXTENSIONS_HEADER, LEGACY_EXTENSIONS_HEADER, VERSION_HEADER},
+};
+use serde::Serialize;
+
+use crate::{
+    agent::Caller,
+    handler::{CallContext, Reply, RequestHandler},
+};
+
+/// The header-level facts of a request.
+pub(crate) struct Envelope {
+    pub version: Result<Option<ProtocolVersion>, A2aError>,
+    pub extensions: Vec<String>,
+    pub caller: Caller,
+}
+
+impl Envelope {
+    pub(crate) fn from_parts(
+        headers: &HeaderMap,
+        query: Option<&str>,
+        caller: Option<Caller>,
+    ) -> Self {
+        let header = headers.get(VERSION_HEADER).and_then(|v| v.to_str().ok());
+        let from_query = query.and_then(|q| {
+            q.split('&').find_map(|kv| {
+                kv.split_once('=')
+                    .filter(|(k, _)| k.eq_ignore_ascii_case(VERSION_HEADER))
+                    .map(|(_, v)| v)
+            })
+        });
+        let version = match header.or(from_query).map(str::trim) {
+            None | Some("") => Ok(None),
+            Some(v) => ProtocolVersion::from_header(Some(v)).map(Some),
+        };
+        let mut extensions = Vec::new();
+        for name in [EXTENSIONS_HEADER, LEGACY_EXTENSIONS_HEADER] {
+            for v in headers.get_all(name) {
+                if let Ok(s) = v.to_str() {
+                    extensions.extend(
+                        s.split(',')
+                            .map(str::trim)
+                            .filter(|s| !s.is_empty())
+                            .map(str::to_owned),
+                    );
+                }
+            }
+        }
+        Self {
+            version,
+            extensions,
+            caller: caller.unwrap_or_default(),
+        }
+    }
+}
+
+/// The version a decoded call is served in, per the policy above.
+fn effective_version(
+    header: &Result<Option<ProtocolVersion>, A2aError>,
+    d: &Decoded,
+) -> Result<ProtocolVersion, A2aError> {
+    let header = header.clone()?;
+    let named = if d.dialect == Dialect::V1 {
+        ProtocolVersion::V1_0
+    } else {
+        ProtocolVersion::V0_3
+    };
+    match (header, named) {
+        (None, v) => Ok(v),
+        (Some(h), v) if h == v => Ok(v),
+        (Some(h), _) => {
+            let name = d.call.method().jsonrpc_name(named).unwrap_or("?");
+            let right = d.call.method().jsonrpc_name(h).unwrap_or("(none)");
+            Err(A2aError::new(
+                ErrorCode::MethodNotFound,
+                format!("{name} is not an A2A {h} method; with A2A-Version {h} use {right}"),
+            ))
+        }
+    }
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    match headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    {
+        None => true,
+        Some(ct) => {
+            let mime = ct
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
+            mime == "application/json" || mime == "application/a2a+json"
+        }
+    }
+}
+
+fn json_response<T: Serialize>(body: &T) -> Response {
+    match serde_json::to_vec(body) {
+        Ok(bytes) => (
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            bytes,
+        )
+            .into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "response serialization failed");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
+}
+
+fn error_response(id: Id, err: &A2aError) -> Response {
+    json_response(&RpcResponse::error(id, err))
+}
+
+/// POST handler for a JSON-RPC endpoint.
+pub(crate) async fn endpoint(
+    State(handler): State<RequestHandler>,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+    caller: Option<axum::Extension<Caller>>,
+    body: Bytes,
+) -> Response {
+    let env = Envelope::from_parts(&headers, uri.query(), caller.map(|c| c.0));
+    if !is_json(&headers) {
+        let err = A2aError::new(
+            ErrorCode::ContentTypeNotSupported,
+            "JSON-RPC requests must be application/json",
+        );
+        return error_response(Id::Null, &err);
+    }
+    match parse_calls(&body) {
+        Err(e) => error_response(Id::Null, &e),
+        Ok(Calls::Single(item)) => match dispatch(&handler, &env, item, false).await {
+            Some(r) => r.into_response(),
+            None => StatusCode::NO_CONTENT.into_response(),
+        },
+        Ok(Calls::Batch(items)) => {
+            let mut parts: Vec<Bytes> = Vec::with_capacity(items.len());
+            for item in items {
+                if let Some(Answer::Json(bytes)) = dispatch(&handler, &env, item, true).await {
+                    parts.push(bytes);
+                }
+            }
+            if parts.is_empty() {
+                return StatusCode::NO_CONTENT.into_response();
+            }
+            let mut out =
+                Vec::with_capacity(parts.iter().map(Bytes::len).sum::<usize>() + parts.len() + 2);
+            out.push(b'[');
+            for (i, p) in parts.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(p);
+            }
+            out.push(b']');
+            (
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                )],
+                out,
+            )
+                .into_response()
+        }
+    }
+}
+
+/// One answered request: a JSON body or an SSE stream.
+enum Answer {
+    Json(Bytes),
+    Stream(Response),
+}
+
+impl IntoResponse for Answer {
+    fn into_response(self) -> Response {
+        match self {
+            Answer::Json(b) => (
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                )],
+                b,
+            )
+                .into_response(),
+            Answer::Stream(r) => r,
+        }
+    }
+}
+
+fn encode<T: Serialize>(id: Id, result: &T) -> Answer {
+    match serde_json::to_vec(&RpcResponse::result(id.clone(), result)) {
+        Ok(b) => Answer::Json(b.into()),
+        Err(e) => encode_error(id, &A2aError::internal(format!("serialization: {e}"))),
+    }
+}
+
+fn encode_error(id: Id, err: &A2aError) -> Answer {
+    match serde_json::to_vec(&RpcResponse::error(id, err)) {
+        Ok(b) => Answer::Json(b.into()),
+        Err(_) => Answer::Json(Bytes::from_static(
+            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}"#,
+        )),
+    }
+}
+
+/// Runs one request; `None` for a notification.
+async fn dispatch(
+    handler: &RequestHandler,
+    env: &Envelope,
+    item: Item,
+    in_batch: bool,
+) -> Option<Answer> {
+    let (id, decoded) = match item {
+        Ok(d) => (d.id.clone(), d),
+        // An invalid notification gets no answer; an unreadable id is null.
+        Err((id, e)) => return id.map(|id| encode_error(id, &e)),
+    };
+    let reply_id = id.clone().unwrap_or(Id::Null);
+    let version = match effective_version(&env.version, &decoded) {
+        Ok(v) => v,
+        Err(e) => return id.map(|_| encode_error(reply_id, &e)),
+    };
+    let method = decoded.call.method();
+    if in_batch && method.is_streaming() {
+        let e = A2aError::new(
+            ErrorCode::InvalidRequest,
+            "streaming methods cannot be part of a batch",
+        );
+        return id.map(|_| encode_error(reply_id, &e));
+    }
+    let cx = CallContext {
+        caller: env.caller.clone(),
+        version,
+        extensions: env.extensions.clone(),
+        legacy_task_id: decoded.legacy_task_id.clone(),
+    };
+    let result = handler.handle(cx, decoded.call).await;
+    let answer = match result {
+        Err(e) => encode_error(reply_id, &e),
+        Ok(Reply::Stream(stream)) => Answer::Stream(sse(reply_id, version, stream)),
+        Ok(reply) => encode_reply(reply_id, version, method, reply),
+    };
+    // Notifications get no answer, but a stream is still the caller's.
+    match (&id, &answer) {
+        (None, Answer::Json(_)) => None,
+        _ => Some(answer),
+    }
+}
+
+fn encode_reply(id: Id, version: ProtocolVersion, method: Method, reply: Reply) -> Answer {
+    use v1::send_message_response::Payload as SendPayload;
+    match (version, reply) {
+        (ProtocolVersion::V1_0, Reply::Task(t)) if method == Method::SendMessage => encode(
+            id,
+            &v1::SendMessageResponse {
+                payload: Some(SendPayload::Task(t)),
+            },
+        ),
+        (ProtocolVersion::V1_0, Reply::Message(m)) => encode(
+            id,
+            &v1::SendMessageResponse {
+                payload: Some(SendPayload::Message(m)),
+            },
+        ),
+        (ProtocolVersion::V1_0, Reply::Task(t)) => encode(id, &t),
+        (ProtocolVersion::V1_0, Reply::Tasks(t)) => encode(id, &t),
+        (ProtocolVersion::V1_0, Reply::Card(c)) => encode(id, &c),
+        (ProtocolVersion::V0_3, Reply::Task(t)) => encode(id, &v03::Task::from_v1(&t)),
+        (ProtocolVersion::V0_3, Reply::Message(m)) => encode(id, &v03::Message::from_v1(&m)),
+        (ProtocolVersion::V0_3, Reply::Card(c)) => match v03::AgentCard::from_v1(&c) {
+            Some(old) => encode(id, &old),
+            None => encode(id, &c),
+        },
+        (ProtocolVersion::V0_3, Reply::Tasks(_)) => {
+            encode_error(id, &heddle_core::call::method_not_found("ListTasks"))
+        }
+        (_, Reply::Stream(_)) => encode_error(id, &A2aError::internal("unexpected stream")),
+    }
+}
+
+/// The SSE response for a stream of task events.
+fn sse(id: Id, version: ProtocolVersion, stream: crate::handler::EventStream) -> Response {
+    let events = stream.map(move |update| {
+        let data = match version {
+            ProtocolVersion::V1_0 => {
+                serde_json::to_string(&RpcResponse::result(id.clone(), &*update))
+            }
+            ProtocolVersion::V0_3 => match v03::StreamEvent::from_v1(&update) {
+                Some(ev) => serde_json::to_string(&RpcResponse::result(id.clone(), &ev)),
+                None => serde_json::to_string(&RpcResponse::error(
+                    id.clone(),
+                    &A2aError::from(ErrorCode::InvalidAgentResponse),
+                )),
+            },
+        };
+        Ok::<_, Infallible>(Event::default().data(data.unwrap_or_default()))
+    });
+    Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(std::time::Duration::from_secs(15)))
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use heddle_core::call::Call;
+
+    fn decoded(dialect: Dialect) -> Decoded {
+        Decoded {
+            id: None,
+            dialect,
+            call: Call::GetTask(Default::default()),
+            legacy_task_id: None,
+        }
+    }
+
+    #[test]
+    fn version_policy() {
+        let v1 = ProtocolVersion::V1_0;
+        let v03 = ProtocolVersion::V0_3;
+        assert_eq!(
+            effective_version(&Ok(None), &decoded(Dialect::V1)).ok(),
+            Some(v1),
+            "header-less v1 name"
+        );
+        assert_eq!(
+            effective_version(&Ok(None), &decoded(Dialect::V03)).ok(),
+            Some(v03)
+        );
+        assert_eq!(
+            effective_version(&Ok(Some(v1)), &decoded(Dialect::V1)).ok(),
+            Some(v1)
+        );
+        let e = effective_version(&Ok(Some(v1)), &decoded(Dialect::V03)).expect_err("mismatch");
+        assert_eq!(e.code, ErrorCode::MethodNotFound);
+        assert!(e.message.contains("GetTask"), "{e}");
+        let bad = ProtocolVersion::from_header(Some("99.0")).map(Some);
+        assert_eq!(
+            effective_version(&bad, &decoded(Dialect::V1))
+                .expect_err("bad")
+                .code,
+            ErrorCode::VersionNotSupported
+        );
+    }
+}

@@ -1,0 +1,45 @@
+//! # heddle-server
+//!
+//! The transport-neutral A2A server and its bindings.
+//!
+//! A request's path: HTTP → tower layers (limits, tracing, auth → [`Caller`])
+//! → a binding decodes the wire form into a [`heddle_core::call::Call`] →
+//! [`RequestHandler::handle`] applies the rules (task lookup scoped to the
+//! caller, state machine, blocking or streaming) → the agent's
+//! [`AgentExecutor`] publishes events on [`TaskEvents`] → each event is
+//! checked, persisted through the [`heddle_store::TaskStore`] and fanned out
+//! → the binding encodes the [`Reply`] in the caller's version.
+//!
+//! * [`agent`]: the [`AgentExecutor`] trait agents implement.
+//! * [`handler`]: the dispatcher and task manager.
+//! * [`lifecycle`]: the task state machine.
+//! * [`jsonrpc`] (private) and [`server::AgentRoutes`]: the JSON-RPC + SSE
+//!   binding and the card routes as an axum router.
+//!
+//! A one-agent server of your own:
+//!
+//! ```no_run
+//! # use std::sync::Arc;
+//! # use heddle_server::{AgentRoutes, Limits, RequestHandler};
+//! # async fn run(card: heddle_core::v1::AgentCard, agent: Arc<dyn heddle_server::AgentExecutor>) {
+//! let store = Arc::new(heddle_store::MemoryStore::default());
+//! let handler = RequestHandler::new("my-agent", card, agent, store, Limits::default());
+//! let app = AgentRoutes::new(handler).router();
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await.unwrap();
+//! axum::serve(listener, app).await.unwrap();
+//! # }
+//! ```
+
+pub mod agent;
+pub mod card;
+mod events;
+pub mod handler;
+mod jsonrpc;
+pub mod lifecycle;
+mod live;
+pub mod server;
+
+pub use agent::{AgentError, AgentExecutor, Caller, RequestContext};
+pub use events::{EventError, TaskEvents};
+pub use handler::{CallContext, EventStream, Limits, Reply, RequestHandler};
+pub use server::{AgentRoutes, card_router};

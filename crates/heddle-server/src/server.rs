@@ -1,0 +1,61 @@
+//! Routing: an agent's endpoints as an axum [`Router`], ready to serve alone
+//! or to be nested under a path of a larger server (the hub nests one per
+//! agent under `/api/v1/agents/{agentId}`).
+
+use std::sync::Arc;
+
+use axum::{
+    Router,
+    extract::DefaultBodyLimit,
+    routing::{get, post},
+};
+
+use crate::{card::CardDocument, handler::RequestHandler, jsonrpc};
+
+/// Well-known card paths: the current name and the pre-0.3 one.
+pub const CARD_PATHS: [&str; 2] = ["/.well-known/agent-card.json", "/.well-known/agent.json"];
+
+/// Builds the routes of one agent.
+#[derive(Clone, Debug)]
+pub struct AgentRoutes {
+    handler: RequestHandler,
+    jsonrpc_path: String,
+}
+
+impl AgentRoutes {
+    /// Routes for `handler`, with JSON-RPC at `/` until told otherwise.
+    pub fn new(handler: RequestHandler) -> Self {
+        Self {
+            handler,
+            jsonrpc_path: "/".into(),
+        }
+    }
+
+    /// Serves JSON-RPC at `path` (e.g. `/a2a`).
+    #[must_use]
+    pub fn jsonrpc_at(mut self, path: impl Into<String>) -> Self {
+        self.jsonrpc_path = path.into();
+        self
+    }
+
+    /// The router: both card paths and the JSON-RPC endpoint, with the body
+    /// limit of the handler's [`crate::Limits`].
+    pub fn router(self) -> Router {
+        let max_body = self.handler.limits().max_body_bytes;
+        let cards = card_router(self.handler.card());
+        let rpc = Router::new()
+            .route(&self.jsonrpc_path, post(jsonrpc::endpoint))
+            .layer(DefaultBodyLimit::max(max_body))
+            .with_state(self.handler);
+        cards.merge(rpc)
+    }
+}
+
+/// Just the two well-known card routes for `card`.
+pub fn card_router(card: &heddle_core::v1::AgentCard) -> Router {
+    let doc = Arc::new(CardDocument::new(card));
+    CARD_PATHS
+        .iter()
+        .fold(Router::new(), |r, p| r.route(p, get(crate::card::serve)))
+        .with_state(doc)
+}

@@ -1,0 +1,937 @@
+//! The embedded SQLite store.
+//!
+//! * One writer thread owns the only write connection. Saves queue on a
+//!   channel; the thread drains everything pending and commits it in one
+//!   transaction (group commit), then answers each caller, so `save` returns
+//!   only once its row is committed and N concurrent saves cost one commit
+//!   instead of N.
+//! * Reads run on a small pool of read-only connections via
+//!   `spawn_blocking`; WAL mode lets them proceed while the writer commits.
+//! * Each task is one row: protobuf bytes plus the columns ListTasks filters
+//!   and sorts on, with an index per ListTasks shape.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use heddle_core::v1;
+use prost::Message as _;
+use rusqlite::types::{Value, ValueRef};
+use rusqlite::{Connection, OpenFlags, Row, TransactionBehavior, params, params_from_iter};
+use tokio::sync::{Semaphore, oneshot};
+
+use crate::memory::{interrupted_status, page_size, was_running};
+use crate::page::{PageToken, status_ms};
+use crate::{ListPage, ListQuery, Scope, StoreError, TaskStore};
+
+/// Schema migrations, applied in order; `PRAGMA user_version` records how
+/// many have run. Append only: never edit a migration that has shipped.
+const MIGRATIONS: &[&str] = &[
+    // 1: tasks, with one index per ListTasks shape so every page is an index
+    // range scan already in output order, plus a small partial index so
+    // fail_interrupted at start-up only visits live tasks.
+    "CREATE TABLE tasks (
+        agent      TEXT    NOT NULL,
+        id         TEXT    NOT NULL,
+        owner      TEXT    NOT NULL,
+        context_id TEXT    NOT NULL,
+        state      INTEGER NOT NULL,
+        status_ms  INTEGER NOT NULL,
+        body       BLOB    NOT NULL,
+        PRIMARY KEY (agent, id)
+    );
+    CREATE INDEX tasks_by_time ON tasks (agent, owner, status_ms DESC, id DESC);
+    CREATE INDEX tasks_by_context ON tasks (agent, owner, context_id, status_ms DESC, id DESC);
+    CREATE INDEX tasks_by_state ON tasks (agent, owner, state, status_ms DESC, id DESC);
+    CREATE INDEX tasks_running ON tasks (state) WHERE state IN (1, 2);",
+];
+
+/// How long a connection waits on a lock held by another connection (e.g. a
+/// second process, or a checkpoint) before failing with SQLITE_BUSY.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Most operations the writer commits in one transaction, so one huge burst
+/// does not hold the write lock (and every caller's reply) for long.
+const MAX_BATCH: usize = 1024;
+
+/// Keeps the original owner and refuses to touch another owner's row: an
+/// upsert from a different owner matches the conflict but not the `WHERE`,
+/// so it changes nothing.
+const UPSERT: &str = "INSERT INTO tasks (agent, id, owner, context_id, state, status_ms, body)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+    ON CONFLICT (agent, id) DO UPDATE SET
+        context_id = excluded.context_id,
+        state = excluded.state,
+        status_ms = excluded.status_ms,
+        body = excluded.body
+    WHERE tasks.owner = excluded.owner";
+
+/// How to open a [`SqliteStore`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SqliteOptions {
+    /// The database file (created if missing). Must be a real file: WAL mode
+    /// and the separate reader connections need one.
+    pub path: PathBuf,
+    /// Read-only connections in the read pool (at least 1 is used).
+    pub readers: usize,
+    /// `synchronous=FULL` instead of `NORMAL`. With WAL, `NORMAL` (the
+    /// default) keeps every committed save across a process crash but may lose
+    /// the most recent commits on power loss or an OS crash; `FULL` syncs the
+    /// WAL on every commit so they survive that too, at a cost per commit
+    /// (group commit amortizes it across concurrent saves).
+    pub synchronous_full: bool,
+}
+
+impl SqliteOptions {
+    /// Defaults for `path`: 2 readers, `synchronous=NORMAL`.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            readers: 2,
+            synchronous_full: false,
+        }
+    }
+}
+
+/// A [`TaskStore`] in an SQLite file. See the module docs for the design.
+///
+/// Dropping the store lets the writer thread commit everything already
+/// queued, then waits for it to exit (briefly blocking the dropping thread).
+pub struct SqliteStore {
+    path: PathBuf,
+    /// `None` only while dropping, to disconnect the writer.
+    writer: Option<mpsc::Sender<WriteOp>>,
+    thread: Option<JoinHandle<()>>,
+    readers: Arc<Readers>,
+    #[cfg(test)]
+    stats: Arc<Stats>,
+}
+
+impl fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Counters the tests use to observe group commit.
+#[cfg(test)]
+#[derive(Debug, Default)]
+struct Stats {
+    /// Operations handed to the writer.
+    sent: std::sync::atomic::AtomicUsize,
+    /// Transactions the writer committed.
+    commits: std::sync::atomic::AtomicUsize,
+}
+
+/// Work for the writer thread. Every reply is the number of rows affected.
+enum WriteOp {
+    Save {
+        row: TaskRow,
+        reply: oneshot::Sender<Result<u64, StoreError>>,
+    },
+    FailInterrupted {
+        reason: String,
+        reply: oneshot::Sender<Result<u64, StoreError>>,
+    },
+    /// Parks the writer until the sender is dropped or signals, so a test
+    /// can queue many saves and see them committed together.
+    #[cfg(test)]
+    Hold(mpsc::Receiver<()>),
+}
+
+/// A task as the `tasks` table stores it.
+struct TaskRow {
+    agent: String,
+    id: String,
+    owner: String,
+    context_id: String,
+    state: i32,
+    status_ms: i64,
+    body: Vec<u8>,
+}
+
+fn db(e: rusqlite::Error) -> StoreError {
+    StoreError::Database(e.to_string())
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `opts.path`, migrates its
+    /// schema and starts the writer thread.
+    pub fn open(opts: SqliteOptions) -> Result<Self, StoreError> {
+        let mut conn = Connection::open_with_flags(&opts.path, OpenFlags::default()).map_err(db)?;
+        configure_writer(&conn, opts.synchronous_full)?;
+        migrate(&mut conn)?;
+
+        let readers = opts.readers.max(1);
+        let idle = (0..readers)
+            .map(|_| open_reader(&opts.path))
+            .collect::<Result<Vec<_>, _>>()?;
+        let readers = Arc::new(Readers {
+            path: opts.path.clone(),
+            idle: Mutex::new(idle),
+            permits: Arc::new(Semaphore::new(readers)),
+        });
+
+        #[cfg(test)]
+        let stats = Arc::new(Stats::default());
+        let (tx, rx) = mpsc::channel();
+        let writer = Writer {
+            conn,
+            #[cfg(test)]
+            stats: Arc::clone(&stats),
+        };
+        let thread = std::thread::Builder::new()
+            .name("heddle-store-writer".into())
+            .spawn(move || writer.run(&rx))
+            .map_err(|e| StoreError::Database(format!("cannot start writer thread: {e}")))?;
+        Ok(Self {
+            path: opts.path,
+            writer: Some(tx),
+            thread: Some(thread),
+            readers,
+            #[cfg(test)]
+            stats,
+        })
+    }
+
+    /// [`open`](Self::open) with default options.
+    pub fn open_path(path: impl Into<PathBuf>) -> Result<Self, StoreError> {
+        Self::open(SqliteOptions::new(path))
+    }
+
+    /// Queues `op` for the writer and waits for its answer.
+    async fn write(
+        &self,
+        op: impl FnOnce(oneshot::Sender<Result<u64, StoreError>>) -> WriteOp,
+    ) -> Result<u64, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        let writer = self.writer.as_ref().ok_or(StoreError::Closed)?;
+        writer.send(op(reply)).map_err(|_| StoreError::Closed)?;
+        #[cfg(test)]
+        self.stats
+            .sent
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        // A dropped reply means the writer thread died before answering.
+        answer.await.map_err(|_| StoreError::Closed)?
+    }
+}
+
+impl Drop for SqliteStore {
+    fn drop(&mut self) {
+        // Close idle readers first so the writer's connection is the last one
+        // and SQLite checkpoints the WAL back into the database when it closes.
+        self.readers.lock().clear();
+        drop(self.writer.take());
+        if let Some(thread) = self.thread.take() {
+            // The writer drains the queue, then exits on disconnect; a panic
+            // there has already failed its callers, so there is nothing to add.
+            let _ = thread.join();
+        }
+    }
+}
+
+fn configure_writer(conn: &Connection, synchronous_full: bool) -> Result<(), StoreError> {
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(db)?;
+    let mode: String = conn
+        .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+        .map_err(db)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(StoreError::Database(format!(
+            "cannot enable WAL (journal_mode is {mode}); SqliteStore needs a database file"
+        )));
+    }
+    conn.execute_batch(if synchronous_full {
+        "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;"
+    } else {
+        "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;"
+    })
+    .map_err(db)
+}
+
+/// Brings the schema up to date in one transaction, so a crash mid-way
+/// leaves the previous version intact.
+fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(db)?;
+    let version: i64 = tx
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(db)?;
+    let applied = usize::try_from(version)
+        .ok()
+        .filter(|v| *v <= MIGRATIONS.len())
+        .ok_or_else(|| {
+            StoreError::Database(format!(
+                "database schema version {version} is not one this build knows (1..={})",
+                MIGRATIONS.len()
+            ))
+        })?;
+    for (i, migration) in MIGRATIONS.iter().enumerate().skip(applied) {
+        tx.execute_batch(migration).map_err(db)?;
+        tx.pragma_update(None, "user_version", i as i64 + 1)
+            .map_err(db)?;
+    }
+    tx.commit().map_err(db)
+}
+
+fn open_reader(path: &Path) -> Result<Connection, StoreError> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI,
+    )
+    .map_err(db)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(db)?;
+    // Room for every ListTasks shape (filters x token, page and count), so
+    // the dynamic list SQL is prepared once per connection.
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(conn)
+}
+
+// ---- writer --------------------------------------------------------------
+
+/// The writer thread's state.
+struct Writer {
+    conn: Connection,
+    #[cfg(test)]
+    stats: Arc<Stats>,
+}
+
+/// An operation's reply channel and outcome, held until the commit.
+type Pending = (
+    oneshot::Sender<Result<u64, StoreError>>,
+    Result<u64, StoreError>,
+);
+
+impl Writer {
+    /// Runs until every sender is gone and the queue is drained.
+    fn run(mut self, rx: &mpsc::Receiver<WriteOp>) {
+        while let Ok(first) = rx.recv() {
+            // Park before draining, so everything queued meanwhile forms
+            // one batch.
+            #[cfg(test)]
+            if let WriteOp::Hold(release) = &first {
+                let _ = release.recv();
+                continue;
+            }
+            let mut batch = vec![first];
+            while batch.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(op) => batch.push(op),
+                    Err(_) => break,
+                }
+            }
+            self.commit_batch(batch);
+        }
+        // Best effort: refresh planner statistics before closing.
+        let _ = self.conn.execute_batch("PRAGMA optimize;");
+    }
+
+    /// Applies `batch` in one transaction and answers every operation once
+    /// the outcome is durable (or known to have failed).
+    fn commit_batch(&mut self, batch: Vec<WriteOp>) {
+        let mut ops = Vec::with_capacity(batch.len());
+        for op in batch {
+            match op {
+                WriteOp::Save { row, reply } => ops.push((Op::Save(row), reply)),
+                WriteOp::FailInterrupted { reason, reply } => {
+                    ops.push((Op::FailInterrupted(reason), reply));
+                }
+                #[cfg(test)]
+                WriteOp::Hold(release) => {
+                    let _ = release.recv();
+                }
+            }
+        }
+        if ops.is_empty() {
+            return;
+        }
+        let count = ops.len();
+        let tx = match self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+        {
+            Ok(tx) => tx,
+            Err(e) => {
+                tracing::warn!(error = %e, count, "task store: cannot begin write transaction");
+                let msg = e.to_string();
+                for (_, reply) in ops {
+                    let _ = reply.send(Err(StoreError::Database(msg.clone())));
+                }
+                return;
+            }
+        };
+        let mut pending: Vec<Pending> = Vec::with_capacity(count);
+        let mut aborted: Option<String> = None;
+        for (op, reply) in ops {
+            if let Some(msg) = &aborted {
+                pending.push((reply, Err(StoreError::Database(msg.clone()))));
+                continue;
+            }
+            let result = match op {
+                Op::Save(row) => save_row(&tx, &row),
+                Op::FailInterrupted(reason) => fail_rows(&tx, &reason),
+            };
+            // Some errors (disk full, I/O) make SQLite roll back the whole
+            // transaction; later statements would then autocommit one by
+            // one, so stop and fail the rest of the batch instead.
+            if result.is_err() && tx.is_autocommit() {
+                aborted = Some("transaction rolled back by an earlier error".to_owned());
+            }
+            pending.push((reply, result));
+        }
+        let commit = tx.commit().map_err(|e| e.to_string());
+        if let Err(e) = &commit {
+            tracing::warn!(error = %e, count, "task store: commit failed");
+        }
+        #[cfg(test)]
+        if commit.is_ok() {
+            self.stats
+                .commits
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        for (reply, result) in pending {
+            let result = match (&commit, result) {
+                (Err(e), Ok(_)) => Err(StoreError::Database(e.clone())),
+                (_, result) => result,
+            };
+            // The caller may have stopped waiting; its write stands anyway.
+            let _ = reply.send(result);
+        }
+    }
+}
+
+/// A queued write, unpacked from its reply channel.
+enum Op {
+    Save(TaskRow),
+    FailInterrupted(String),
+}
+
+fn save_row(conn: &Connection, row: &TaskRow) -> Result<u64, StoreError> {
+    let mut stmt = conn.prepare_cached(UPSERT).map_err(db)?;
+    let changed = stmt
+        .execute(params![
+            row.agent,
+            row.id,
+            row.owner,
+            row.context_id,
+            row.state,
+            row.status_ms,
+            row.body
+        ])
+        .map_err(db)?;
+    Ok(changed as u64)
+}
+
+/// Fails every SUBMITTED/WORKING task inside a savepoint, so a corrupt row
+/// leaves all of them untouched rather than half done.
+fn fail_rows(tx: &rusqlite::Transaction<'_>, reason: &str) -> Result<u64, StoreError> {
+    let running: Vec<(String, String, Vec<u8>)> = {
+        let mut stmt = tx
+            .prepare("SELECT agent, id, body FROM tasks WHERE state IN (1, 2)")
+            .map_err(db)?;
+        let mut rows = stmt.query([]).map_err(db)?;
+        let mut running = Vec::new();
+        while let Some(row) = rows.next().map_err(db)? {
+            let agent = text(row, 0)?;
+            let id = text(row, 1)?;
+            let body = blob(row, 2, &id)?.to_vec();
+            running.push((agent, id, body));
+        }
+        running
+    };
+    tx.execute_batch("SAVEPOINT fail_interrupted").map_err(db)?;
+    let result = (|| -> Result<u64, StoreError> {
+        let mut update = tx
+            .prepare_cached(
+                "UPDATE tasks SET state = ?1, status_ms = ?2, body = ?3 WHERE agent = ?4 AND id = ?5",
+            )
+            .map_err(db)?;
+        let mut failed = 0;
+        for (agent, id, body) in running {
+            let mut task = decode(&id, &body)?;
+            if !task.status.as_ref().is_some_and(|s| was_running(s.state)) {
+                // The column and the body disagree; trust the body.
+                continue;
+            }
+            task.status = Some(interrupted_status(&task, reason));
+            let state = v1::TaskState::Failed as i32;
+            update
+                .execute(params![
+                    state,
+                    status_ms(&task),
+                    task.encode_to_vec(),
+                    agent,
+                    id
+                ])
+                .map_err(db)?;
+            failed += 1;
+        }
+        Ok(failed)
+    })();
+    let end = if result.is_ok() {
+        "RELEASE fail_interrupted"
+    } else {
+        "ROLLBACK TO fail_interrupted; RELEASE fail_interrupted"
+    };
+    tx.execute_batch(end).map_err(db)?;
+    result
+}
+
+// ---- readers -------------------------------------------------------------
+
+/// The read-only connection pool. The semaphore bounds concurrent readers to
+/// the pool size, so `idle` normally has a connection for every permit
+/// holder; one lost to a panic is simply reopened.
+struct Readers {
+    path: PathBuf,
+    idle: Mutex<Vec<Connection>>,
+    permits: Arc<Semaphore>,
+}
+
+impl Readers {
+    fn lock(&self) -> MutexGuard<'_, Vec<Connection>> {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `f` on a pooled connection on the blocking thread pool.
+    async fn with<T, F>(self: &Arc<Self>, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let permit = Arc::clone(&self.permits)
+            .acquire_owned()
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        let this = Arc::clone(self);
+        let job = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let pooled = this.lock().pop();
+            let mut conn = match pooled {
+                Some(conn) => conn,
+                None => open_reader(&this.path)?,
+            };
+            let result = f(&mut conn);
+            this.lock().push(conn);
+            result
+        });
+        match job.await {
+            Ok(result) => result,
+            Err(e) if e.is_cancelled() => Err(StoreError::Closed),
+            Err(e) => Err(StoreError::Database(format!("read failed: {e}"))),
+        }
+    }
+}
+
+impl Drop for Readers {
+    fn drop(&mut self) {
+        self.permits.close();
+    }
+}
+
+fn decode(id: &str, body: &[u8]) -> Result<v1::Task, StoreError> {
+    v1::Task::decode(body).map_err(|e| StoreError::Corrupt(id.to_owned(), e.to_string()))
+}
+
+/// A TEXT column; anything else means the row was not written by this store.
+fn text(row: &Row<'_>, idx: usize) -> Result<String, StoreError> {
+    match row.get_ref(idx).map_err(db)? {
+        ValueRef::Text(t) => String::from_utf8(t.to_vec())
+            .map_err(|_| StoreError::Corrupt("?".into(), format!("column {idx} is not UTF-8"))),
+        other => Err(StoreError::Corrupt(
+            "?".into(),
+            format!("column {idx} is {}", other.data_type()),
+        )),
+    }
+}
+
+/// A BLOB column of task `id`.
+fn blob<'r>(row: &'r Row<'_>, idx: usize, id: &str) -> Result<&'r [u8], StoreError> {
+    match row.get_ref(idx).map_err(db)? {
+        ValueRef::Blob(b) => Ok(b),
+        other => Err(StoreError::Corrupt(
+            id.to_owned(),
+            format!("body is {}, not a blob", other.data_type()),
+        )),
+    }
+}
+
+/// The SQL and parameters for one ListTasks call. Split out so the tests can
+/// `EXPLAIN QUERY PLAN` exactly what `list` runs.
+struct ListSql {
+    /// One page (plus one row, to tell whether there is a next page).
+    page: String,
+    page_params: Vec<Value>,
+    /// The total over all pages.
+    count: String,
+    count_params: Vec<Value>,
+}
+
+fn list_sql(scope: &Scope, query: &ListQuery, token: Option<&PageToken>) -> ListSql {
+    let mut filter = String::from("agent = ? AND owner = ?");
+    let mut params = vec![
+        Value::Text(scope.agent.clone()),
+        Value::Text(scope.owner.clone()),
+    ];
+    if let Some(context) = &query.context_id {
+        filter.push_str(" AND context_id = ?");
+        params.push(Value::Text(context.clone()));
+    }
+    if let Some(state) = query.state {
+        filter.push_str(" AND state = ?");
+        params.push(Value::Integer(i64::from(state as i32)));
+    }
+    if let Some(after) = query.status_after_ms {
+        filter.push_str(" AND status_ms >= ?");
+        params.push(Value::Integer(after));
+    }
+    let count = format!("SELECT COUNT(*) FROM tasks WHERE {filter}");
+    let count_params = params.clone();
+    let mut page = format!("SELECT body, id, status_ms FROM tasks WHERE {filter}");
+    if let Some(token) = token {
+        page.push_str(" AND (status_ms, id) < (?, ?)");
+        params.push(Value::Integer(token.ts_ms));
+        params.push(Value::Text(token.id.clone()));
+    }
+    page.push_str(" ORDER BY status_ms DESC, id DESC LIMIT ?");
+    params.push(Value::Integer(page_size(query) as i64 + 1));
+    ListSql {
+        page,
+        page_params: params,
+        count,
+        count_params,
+    }
+}
+
+fn run_list(conn: &mut Connection, sql: &ListSql, size: usize) -> Result<ListPage, StoreError> {
+    // One read transaction, so the page and the total see the same snapshot.
+    let tx = conn.transaction().map_err(db)?;
+    let total: i64 = tx
+        .prepare_cached(&sql.count)
+        .and_then(|mut s| s.query_row(params_from_iter(&sql.count_params), |r| r.get(0)))
+        .map_err(db)?;
+    // Capped: `size` comes from the request.
+    let mut tasks = Vec::with_capacity(size.min(100));
+    let mut last = None;
+    let mut more = false;
+    {
+        let mut stmt = tx.prepare_cached(&sql.page).map_err(db)?;
+        let mut rows = stmt.query(params_from_iter(&sql.page_params)).map_err(db)?;
+        while let Some(row) = rows.next().map_err(db)? {
+            if tasks.len() == size {
+                // The extra row: there is a next page, starting after `last`.
+                more = true;
+                break;
+            }
+            let id = text(row, 1)?;
+            let ts_ms: i64 = row
+                .get(2)
+                .map_err(|e| StoreError::Corrupt(id.clone(), e.to_string()))?;
+            tasks.push(decode(&id, blob(row, 0, &id)?)?);
+            last = Some(PageToken { ts_ms, id });
+        }
+    }
+    tx.commit().map_err(db)?;
+    Ok(ListPage {
+        tasks,
+        next_page_token: last
+            .filter(|_| more)
+            .map(|t| t.encode())
+            .unwrap_or_default(),
+        total_size: u32::try_from(total).unwrap_or(u32::MAX),
+    })
+}
+
+#[async_trait]
+impl TaskStore for SqliteStore {
+    async fn load(&self, scope: &Scope, task_id: &str) -> Result<Option<v1::Task>, StoreError> {
+        let (agent, owner, id) = (scope.agent.clone(), scope.owner.clone(), task_id.to_owned());
+        self.readers
+            .with(move |conn| {
+                let mut stmt = conn
+                    .prepare_cached(
+                        "SELECT body FROM tasks WHERE agent = ?1 AND id = ?2 AND owner = ?3",
+                    )
+                    .map_err(db)?;
+                let mut rows = stmt.query(params![agent, id, owner]).map_err(db)?;
+                match rows.next().map_err(db)? {
+                    Some(row) => decode(&id, blob(row, 0, &id)?).map(Some),
+                    None => Ok(None),
+                }
+            })
+            .await
+    }
+
+    async fn save(&self, scope: &Scope, task: &v1::Task) -> Result<(), StoreError> {
+        let row = TaskRow {
+            agent: scope.agent.clone(),
+            id: task.id.clone(),
+            owner: scope.owner.clone(),
+            context_id: task.context_id.clone(),
+            state: task.status.as_ref().map_or(0, |s| s.state),
+            status_ms: status_ms(task),
+            body: task.encode_to_vec(),
+        };
+        self.write(|reply| WriteOp::Save { row, reply }).await?;
+        Ok(())
+    }
+
+    async fn list(&self, scope: &Scope, query: &ListQuery) -> Result<ListPage, StoreError> {
+        let token = query
+            .page_token
+            .as_deref()
+            .filter(|t| !t.is_empty())
+            .map(PageToken::decode)
+            .transpose()?;
+        let sql = list_sql(scope, query, token.as_ref());
+        let size = page_size(query);
+        self.readers
+            .with(move |conn| run_list(conn, &sql, size))
+            .await
+    }
+
+    async fn fail_interrupted(&self, reason: &str) -> Result<u64, StoreError> {
+        let reason = reason.to_owned();
+        self.write(|reply| WriteOp::FailInterrupted { reason, reply })
+            .await
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a test should fail loudly
+mod tests {
+    use super::*;
+    use crate::tests::{contract, task};
+    use std::sync::atomic::Ordering;
+
+    fn temp_store() -> (tempfile::TempDir, SqliteStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open_path(dir.path().join("tasks.db")).unwrap();
+        (dir, store)
+    }
+
+    #[tokio::test]
+    async fn sqlite_contract() {
+        let (_dir, store) = temp_store();
+        contract(&store).await;
+    }
+
+    #[tokio::test]
+    async fn survives_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tasks.db");
+        let s = Scope::new("agent", "alice");
+        let t = task("t-1", "ctx", v1::TaskState::Working, 42);
+        {
+            let store = SqliteStore::open(SqliteOptions {
+                synchronous_full: true,
+                ..SqliteOptions::new(&path)
+            })
+            .unwrap();
+            store.save(&s, &t).await.unwrap();
+        }
+        let store = SqliteStore::open_path(&path).unwrap();
+        assert_eq!(store.load(&s, "t-1").await.unwrap(), Some(t));
+        // Reopening must not re-run migrations.
+        drop(store);
+        let conn = Connection::open(&path).unwrap();
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, MIGRATIONS.len() as i64);
+    }
+
+    #[tokio::test]
+    async fn rejects_unknown_schema_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tasks.db");
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch("PRAGMA user_version = 99;")
+            .unwrap();
+        assert!(matches!(
+            SqliteStore::open_path(&path),
+            Err(StoreError::Database(_))
+        ));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_saves_share_commits() {
+        let (_dir, store) = temp_store();
+        let store = Arc::new(store);
+        const N: usize = 200;
+
+        // Park the writer, queue N saves, then release it: they must all
+        // land in one transaction.
+        let (release, hold) = mpsc::channel();
+        store
+            .writer
+            .as_ref()
+            .unwrap()
+            .send(WriteOp::Hold(hold))
+            .unwrap();
+        let sent_before = store.stats.sent.load(Ordering::SeqCst);
+        let commits_before = store.stats.commits.load(Ordering::SeqCst);
+        let saves: Vec<_> = (0..N)
+            .map(|i| {
+                let store = Arc::clone(&store);
+                tokio::spawn(async move {
+                    let s = Scope::new("agent", format!("owner-{}", i % 3));
+                    let t = task(&format!("t-{i}"), "ctx", v1::TaskState::Completed, i as i64);
+                    store.save(&s, &t).await
+                })
+            })
+            .collect();
+        while store.stats.sent.load(Ordering::SeqCst) < sent_before + N {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        release.send(()).unwrap();
+        for save in saves {
+            save.await.unwrap().unwrap();
+        }
+        assert_eq!(
+            store.stats.commits.load(Ordering::SeqCst),
+            commits_before + 1
+        );
+
+        // And without holding: many tasks at once, every save committed.
+        let saves: Vec<_> = (0..N)
+            .map(|i| {
+                let store = Arc::clone(&store);
+                tokio::spawn(async move {
+                    let t = task(&format!("u-{i}"), "ctx", v1::TaskState::Working, 1);
+                    store.save(&Scope::new("agent", "bob"), &t).await
+                })
+            })
+            .collect();
+        for save in saves {
+            save.await.unwrap().unwrap();
+        }
+        for i in 0..N {
+            let s = Scope::new("agent", format!("owner-{}", i % 3));
+            assert!(store.load(&s, &format!("t-{i}")).await.unwrap().is_some());
+            let s = Scope::new("agent", "bob");
+            assert!(store.load(&s, &format!("u-{i}")).await.unwrap().is_some());
+        }
+    }
+
+    #[tokio::test]
+    async fn every_list_shape_uses_an_index() {
+        let (dir, store) = temp_store();
+        // Some rows so the planner has something to plan for.
+        let s = Scope::new("agent", "alice");
+        for i in 0..20 {
+            let t = task(&format!("t-{i}"), "ctx", v1::TaskState::Working, i);
+            store.save(&s, &t).await.unwrap();
+        }
+        let conn = Connection::open(dir.path().join("tasks.db")).unwrap();
+        let token = PageToken {
+            ts_ms: 5,
+            id: "t-5".into(),
+        };
+        let shapes = [
+            ListQuery::default(),
+            ListQuery {
+                context_id: Some("ctx".into()),
+                ..Default::default()
+            },
+            ListQuery {
+                state: Some(v1::TaskState::Working),
+                ..Default::default()
+            },
+            ListQuery {
+                status_after_ms: Some(3),
+                ..Default::default()
+            },
+            ListQuery {
+                context_id: Some("ctx".into()),
+                status_after_ms: Some(3),
+                ..Default::default()
+            },
+            ListQuery {
+                state: Some(v1::TaskState::Working),
+                status_after_ms: Some(3),
+                ..Default::default()
+            },
+        ];
+        for query in shapes {
+            for token in [None, Some(&token)] {
+                let sql = list_sql(
+                    &s,
+                    &ListQuery {
+                        page_size: 10,
+                        ..query.clone()
+                    },
+                    token,
+                );
+                for (text, params) in [
+                    (&sql.page, &sql.page_params),
+                    (&sql.count, &sql.count_params),
+                ] {
+                    let plan = explain(&conn, text, params);
+                    assert!(
+                        plan.contains("USING INDEX tasks_by")
+                            || plan.contains("USING COVERING INDEX tasks_by"),
+                        "{query:?} {text}: {plan}"
+                    );
+                    assert!(
+                        !plan.contains("TEMP B-TREE"),
+                        "{query:?} {text} sorts: {plan}"
+                    );
+                }
+            }
+        }
+    }
+
+    fn explain(conn: &Connection, sql: &str, params: &[Value]) -> String {
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let rows = stmt
+            .query_map(params_from_iter(params), |r| r.get::<_, String>(3))
+            .unwrap();
+        rows.map(Result::unwrap).collect::<Vec<_>>().join("; ")
+    }
+
+    #[tokio::test]
+    async fn corrupt_rows_are_reported_not_panicked_on() {
+        let (dir, store) = temp_store();
+        let s = Scope::new("agent", "alice");
+        store
+            .save(&s, &task("ok", "ctx", v1::TaskState::Working, 1))
+            .await
+            .unwrap();
+        let conn = Connection::open(dir.path().join("tasks.db")).unwrap();
+        conn.execute_batch(
+            "INSERT INTO tasks VALUES ('agent', 'bad', 'alice', 'ctx', 2, 2, x'ffffffff');
+             INSERT INTO tasks VALUES ('agent', 'text', 'alice', 'ctx', 3, 3, 'not a blob');",
+        )
+        .unwrap();
+        for id in ["bad", "text"] {
+            assert!(
+                matches!(store.load(&s, id).await, Err(StoreError::Corrupt(got, _)) if got == id)
+            );
+        }
+        let q = ListQuery {
+            page_size: 10,
+            ..Default::default()
+        };
+        assert!(matches!(
+            store.list(&s, &q).await,
+            Err(StoreError::Corrupt(..))
+        ));
+        // fail_interrupted is all or nothing: the good WORKING task stays.
+        assert!(matches!(
+            store.fail_interrupted("x").await,
+            Err(StoreError::Corrupt(..))
+        ));
+        let ok = store.load(&s, "ok").await.unwrap().unwrap();
+        assert_eq!(ok.status.unwrap().state, v1::TaskState::Working as i32);
+    }
+}
