@@ -115,26 +115,21 @@ pub enum Calls {
 }
 
 /// Decodes a JSON-RPC POST body into calls. `Err` only for a body that is not
-/// JSON at all (ParseError, answered with id null).
+/// JSON at all (ParseError, answered with id null). The calls are not yet
+/// checked against the REQUIRED rules: the handler does that with
+/// [`Call::validate`], after its capability checks.
 pub fn parse_calls(bytes: &[u8]) -> Result<Calls, A2aError> {
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     if first != Some(&b'[')
         && let Ok(text) = std::str::from_utf8(bytes)
         && let Ok(Fast(Some(item))) = serde_json::from_str::<Fast>(text)
     {
-        return Ok(Calls::Single(item.and_then(validated)));
+        return Ok(Calls::Single(item));
     }
     Ok(match jsonrpc::parse_body(bytes)? {
         jsonrpc::Body::Single(r) => Calls::Single(careful(r)),
         jsonrpc::Body::Batch(items) => Calls::Batch(items.into_iter().map(careful).collect()),
     })
-}
-
-fn validated(d: Decoded) -> Item {
-    match d.call.validate() {
-        Ok(()) => Ok(d),
-        Err(e) => Err((d.id, e)),
-    }
 }
 
 /// The careful path: an envelope already checked, params parsed with paths.
@@ -145,7 +140,7 @@ fn careful(r: jsonrpc::Incoming<'_>) -> Item {
     };
     let params = req.params.map_or("{}", RawValue::get);
     match decode_params(method, dialect, params.as_bytes()) {
-        Ok((call, legacy_task_id)) => validated(Decoded {
+        Ok((call, legacy_task_id)) => Ok(Decoded {
             id: req.id,
             dialect,
             call,
@@ -419,8 +414,9 @@ mod tests {
         let (_, e) =
             single(r#"{"jsonrpc":"2.0","id":2,"method":"nope/nope"}"#).expect_err("unknown");
         assert_eq!(e.code, ErrorCode::MethodNotFound);
-        let (_, e) = single(r#"{"jsonrpc":"2.0","id":2,"method":"GetTask","params":{}}"#)
-            .expect_err("missing id");
+        let d = single(r#"{"jsonrpc":"2.0","id":2,"method":"GetTask","params":{}}"#)
+            .expect("decodes; the handler validates");
+        let e = d.call.validate().expect_err("missing id");
         assert_eq!(
             (e.code, e.violations[0].field.as_str()),
             (ErrorCode::InvalidParams, "id")

@@ -245,6 +245,22 @@ impl RequestHandler {
     /// The one dispatcher every binding calls.
     pub async fn handle(&self, cx: CallContext, call: Call) -> Result<Reply, A2aError> {
         self.check_required_extensions(&cx)?;
+        // Capabilities first: an unsupported operation is that, whatever its params.
+        if matches!(
+            call,
+            Call::CreatePushConfig(_)
+                | Call::GetPushConfig(_)
+                | Call::ListPushConfigs(_)
+                | Call::DeletePushConfig(_)
+        ) {
+            let msg = if self.push_supported() {
+                "push notification configs are not available yet on this server"
+            } else {
+                "this agent does not support push notifications"
+            };
+            return Err(A2aError::new(ErrorCode::PushNotificationNotSupported, msg));
+        }
+        call.validate()?;
         match call {
             Call::SendMessage(r) => self.send(cx, r, false).await,
             Call::SendStreamingMessage(r) => {
