@@ -325,14 +325,15 @@ const MIN_SECONDS: i64 = -62_135_596_800;
 const MAX_SECONDS: i64 = 253_402_300_799;
 
 impl Timestamp {
-    /// The current time.
+    /// The current time, to the millisecond (the precision the spec
+    /// recommends, v1 §5.6.1).
     pub fn now() -> Self {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
         Self {
             seconds: now.as_secs() as i64,
-            nanos: now.subsec_nanos() as i32,
+            nanos: (now.subsec_millis() * 1_000_000) as i32,
         }
     }
 

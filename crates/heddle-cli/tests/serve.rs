@@ -1,0 +1,185 @@
+//! `heddle serve` as a process: startup, and crash safety under load.
+
+use std::{
+    io::{BufRead, BufReader},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+
+/// A running `heddle serve` and its base URL.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(store: &str) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_heddle"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--store", store])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("heddle serve starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout);
+    let mut first = String::new();
+    lines.read_line(&mut first).expect("banner");
+    // Keep draining stdout so the server never writes to a closed pipe.
+    std::thread::spawn(move || std::io::copy(&mut lines, &mut std::io::sink()));
+    let url = first
+        .split(" at ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .expect("url in banner")
+        .to_owned();
+    Server { child, url }
+}
+
+async fn rpc(
+    client: &reqwest::Client,
+    url: &str,
+    agent: &str,
+    method: &str,
+    params: Value,
+) -> Result<Value, String> {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let resp = client
+        .post(format!("{url}/api/v1/agents/{agent}/a2a"))
+        .header("A2A-Version", "1.0")
+        .json(&body)
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let v: Value = resp.json().await.map_err(|e| e.to_string())?;
+    v.get("result").cloned().ok_or_else(|| v.to_string())
+}
+
+fn message(id: &str, text: &str) -> Value {
+    json!({"messageId": id, "role": "ROLE_USER", "parts": [{"text": text}]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_under_load_loses_no_acknowledged_task() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let store = format!("sqlite:{}", dir.path().join("crash.db").display());
+    let server = serve(&store);
+    let client = reqwest::Client::new();
+
+    // Long-running tasks, acknowledged while WORKING.
+    let mut running = Vec::new();
+    for i in 0..5 {
+        let r = rpc(
+            &client,
+            &server.url,
+            "conformance",
+            "SendMessage",
+            json!({
+            "message": message(&format!("test-resubscribe-message-id-{i}"), "wait"),
+            "configuration": {"returnImmediately": true}}),
+        )
+        .await
+        .expect("acknowledged");
+        running.push(r["task"]["id"].as_str().expect("id").to_owned());
+    }
+
+    // Load: 16 clients sending echo requests until the server dies.
+    let deadline = Instant::now() + Duration::from_millis(1500);
+    let workers: Vec<_> = (0..16)
+        .map(|w| {
+            let (client, url) = (client.clone(), server.url.clone());
+            tokio::spawn(async move {
+                let mut acked = Vec::new();
+                let mut n = 0;
+                loop {
+                    n += 1;
+                    let text = format!("worker {w} request {n}");
+                    match rpc(
+                        &client,
+                        &url,
+                        "echo",
+                        "SendMessage",
+                        json!({"message": message(&format!("{w}-{n}"), &text)}),
+                    )
+                    .await
+                    {
+                        Ok(r) => acked.push((
+                            r["task"]["id"].as_str().unwrap_or_default().to_owned(),
+                            text,
+                        )),
+                        Err(_) => break,
+                    }
+                    if Instant::now() > deadline + Duration::from_secs(10) {
+                        break;
+                    }
+                }
+                acked
+            })
+        })
+        .collect();
+    tokio::time::sleep(deadline - Instant::now()).await;
+    let mut server = server;
+    // SIGKILL: no chance to flush anything.
+    server.child.kill().expect("kill -9");
+    server.child.wait().expect("reaped");
+    let mut acked = Vec::new();
+    for w in workers {
+        acked.extend(w.await.expect("worker"));
+    }
+    assert!(
+        acked.len() > 100,
+        "the load ran: {} acknowledged",
+        acked.len()
+    );
+
+    let server = serve(&store);
+    for (id, text) in &acked {
+        let t = rpc(&client, &server.url, "echo", "GetTask", json!({"id": id}))
+            .await
+            .unwrap_or_else(|e| panic!("task {id} lost: {e}"));
+        assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED", "{t}");
+        assert_eq!(
+            t["artifacts"][0]["parts"][0]["text"],
+            text.as_str(),
+            "artifact intact"
+        );
+    }
+    for id in &running {
+        let t = rpc(
+            &client,
+            &server.url,
+            "conformance",
+            "GetTask",
+            json!({"id": id}),
+        )
+        .await
+        .expect("running task kept");
+        assert_eq!(t["status"]["state"], "TASK_STATE_FAILED", "{t}");
+        let why = t["status"]["message"]["parts"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(why.contains("restarted"), "{why}");
+    }
+    eprintln!(
+        "crash test: {} acknowledged tasks and {} running ones checked after kill -9",
+        acked.len(),
+        running.len()
+    );
+}
+
+#[tokio::test]
+async fn serve_rejects_an_unknown_store() {
+    let out = Command::new(env!("CARGO_BIN_EXE_heddle"))
+        .args(["serve", "--store", "redis:x"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown store"));
+}
