@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the pinned official A2A SDK clients for the interop tests:
+#   tests/interop/.venv          python3 -m venv + pip install -r python/requirements.txt
+#   tests/interop/node_modules   npm ci from package.json + package-lock.json
+# Idempotent: each install is skipped while its stamp matches its pin file.
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+cd "$HERE"
+
+venv="$HERE/.venv"
+req="$HERE/python/requirements.txt"
+if [ -x "$venv/bin/python" ] && cmp -s "$req" "$venv/.interop-requirements"; then
+  echo "setup: python venv up to date"
+else
+  echo "setup: creating $venv"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    --no-input -r "$req"
+  cp "$req" "$venv/.interop-requirements"
+fi
+
+lock="$HERE/package-lock.json"
+if [ -d "$HERE/node_modules" ] && cmp -s "$lock" "$HERE/node_modules/.interop-lock"; then
+  echo "setup: node_modules up to date"
+else
+  echo "setup: npm ci"
+  npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+  cp "$lock" "$HERE/node_modules/.interop-lock"
+fi
