@@ -14,12 +14,20 @@ use serde_json::{Value, json};
 async fn echo(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
     let body = match req.into_body().collect().await {
         Ok(b) => b.to_bytes(),
-        Err(_) => return Ok(Response::builder().status(400).body(Full::new(Bytes::new())).unwrap_or_default()),
+        Err(_) => {
+            return Ok(Response::builder()
+                .status(400)
+                .body(Full::new(Bytes::new()))
+                .unwrap_or_default());
+        }
     };
     let req: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let msg = &req["params"]["message"];
     let text = msg["parts"][0]["text"].clone();
-    let (task, ctx) = (uuid::Uuid::now_v7().to_string(), uuid::Uuid::now_v7().to_string());
+    let (task, ctx) = (
+        uuid::Uuid::now_v7().to_string(),
+        uuid::Uuid::now_v7().to_string(),
+    );
     let mut user = msg.clone();
     user["taskId"] = json!(task);
     user["contextId"] = json!(ctx);
@@ -29,19 +37,26 @@ async fn echo(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallibl
         "artifacts": [{"artifactId": uuid::Uuid::now_v7().to_string(), "name": "echo", "parts": [{"text": text}]}],
         "history": [user]}}});
     let bytes = serde_json::to_vec(&resp).unwrap_or_default();
-    Ok(Response::builder().header("content-type", "application/json").body(Full::new(Bytes::from(bytes))).unwrap_or_default())
+    Ok(Response::builder()
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(bytes)))
+        .unwrap_or_default())
 }
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
-    let addr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:9090".into());
+    let addr = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.1:9090".into());
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     println!("floor listening on http://{addr}");
     loop {
         let (stream, _) = listener.accept().await?;
         let _ = stream.set_nodelay(true);
         tokio::spawn(async move {
-            let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service_fn(echo)).await;
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service_fn(echo))
+                .await;
         });
     }
 }

@@ -57,24 +57,43 @@ pub fn from_value<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, A2
     })
 }
 
+/// One step of a field path; kept unformatted until a violation needs it,
+/// so checking a valid request allocates nothing.
+#[derive(Clone, Copy, Debug)]
+enum Seg {
+    Name(&'static str),
+    Index(usize),
+}
+
 /// Collects violations while walking a value.
 #[derive(Default, Debug)]
 pub struct Checker {
-    path: Vec<String>,
+    path: Vec<Seg>,
     /// Violations found so far.
     pub violations: Vec<FieldViolation>,
 }
 
 impl Checker {
     fn here(&self, field: &str) -> String {
-        let mut p = self.path.join(".");
+        let mut p = String::new();
+        for seg in &self.path {
+            match seg {
+                Seg::Name(n) => {
+                    if !p.is_empty() {
+                        p.push('.');
+                    }
+                    p.push_str(n);
+                }
+                Seg::Index(i) => p.push_str(&format!("[{i}]")),
+            }
+        }
         if !field.is_empty() {
             if !p.is_empty() && !field.starts_with('[') {
                 p.push('.');
             }
             p.push_str(field);
         }
-        p.replace(".[", "[")
+        p
     }
 
     /// Records a violation at `field` under the current path.
@@ -101,17 +120,28 @@ impl Checker {
     }
 
     /// Checks a nested value under `field`.
-    pub fn nested<V: Validate + ?Sized>(&mut self, field: &str, v: &V) {
-        self.path.push(field.to_owned());
+    pub fn nested<V: Validate + ?Sized>(&mut self, field: &'static str, v: &V) {
+        self.path.push(Seg::Name(field));
         v.check(self);
         self.path.pop();
     }
 
     /// Checks every item of a list under `field[i]`.
-    pub fn each<V: Validate>(&mut self, field: &str, items: &[V]) {
+    pub fn each<V: Validate>(&mut self, field: &'static str, items: &[V]) {
+        self.path.push(Seg::Name(field));
         for (i, item) in items.iter().enumerate() {
-            self.nested(&format!("{field}[{i}]"), item);
+            self.path.push(Seg::Index(i));
+            item.check(self);
+            self.path.pop();
         }
+        self.path.pop();
+    }
+
+    /// Runs `f` with `field` appended to the path.
+    fn within(&mut self, field: &'static str, f: impl FnOnce(&mut Self)) {
+        self.path.push(Seg::Name(field));
+        f(self);
+        self.path.pop();
     }
 
     /// The violations as one InvalidParams error, or `Ok` if there are none.
@@ -213,10 +243,9 @@ impl Validate for v1::SendMessageRequest {
                 c.fail("configuration.historyLength", "must not be negative");
             }
             if let Some(p) = &cfg.task_push_notification_config {
-                c.path
-                    .push("configuration.taskPushNotificationConfig".into());
-                c.require("url", &p.url);
-                c.path.pop();
+                c.within("configuration.taskPushNotificationConfig", |c| {
+                    c.require("url", &p.url)
+                });
             }
         }
     }
@@ -261,7 +290,7 @@ impl Validate for v1::TaskPushNotificationConfig {
         c.require("taskId", &self.task_id);
         c.require("url", &self.url);
         if let Some(a) = &self.authentication {
-            c.path.push("authentication".into());
+            c.path.push(Seg::Name("authentication"));
             c.require("scheme", &a.scheme);
             c.path.pop();
         }

@@ -63,7 +63,7 @@ impl TaskEvents {
 
     /// An agent message with a fresh id, bound to this task and context.
     pub fn agent_message(&self, parts: Vec<v1::Part>) -> v1::Message {
-        let mut m = v1::Message::new(uuid::Uuid::now_v7().to_string(), v1::Role::Agent, parts);
+        let mut m = v1::Message::new(crate::new_id(), v1::Role::Agent, parts);
         m.task_id = self.live.id.clone();
         m.context_id = self.context_id.clone();
         m
@@ -147,15 +147,16 @@ impl TaskEvents {
         self.create_if_needed(&mut st).await?;
         merge_artifact(&mut st.task.artifacts, &artifact, append);
         st.dirty = true;
-        self.live
-            .publish(Payload::ArtifactUpdate(v1::TaskArtifactUpdateEvent {
+        self.live.publish(|| {
+            Payload::ArtifactUpdate(v1::TaskArtifactUpdateEvent {
                 task_id: self.live.id.clone(),
                 context_id: self.context_id.clone(),
                 artifact: Some(artifact),
                 append,
                 last_chunk,
                 metadata: None,
-            }));
+            })
+        });
         Ok(())
     }
 
@@ -166,7 +167,7 @@ impl TaskEvents {
         text: impl Into<String>,
     ) -> Result<(), EventError> {
         let artifact = v1::Artifact {
-            artifact_id: uuid::Uuid::now_v7().to_string(),
+            artifact_id: crate::new_id(),
             name: name.to_owned(),
             parts: vec![v1::Part::text(text)],
             ..Default::default()
@@ -193,7 +194,10 @@ impl TaskEvents {
         }
         message.task_id.clear();
         st.replied = true;
-        self.live.publish(Payload::Message(message));
+        st.reply = Some(message.clone());
+        st.settled_gen += 1;
+        self.live.publish(|| Payload::Message(message));
+        self.live.settled.notify_waiters();
         Ok(())
     }
 
@@ -214,7 +218,7 @@ impl TaskEvents {
             self.live.store.save(&self.live.scope, &st.task).await?;
         }
         st.created = true;
-        self.live.publish(Payload::Task(st.task.clone()));
+        self.live.publish(|| Payload::Task(st.task.clone()));
         Ok(())
     }
 
@@ -245,26 +249,40 @@ impl TaskEvents {
         if state == v1::TaskState::Submitted {
             return Ok(());
         }
-        let mut next = st.task.clone();
-        if let Some(old) = next.status.as_mut().and_then(|s| s.message.take()) {
-            next.history.push(old);
-        }
-        next.status = Some(v1::TaskStatus {
+        // Applied in place, and undone if the store refuses it: no copy of the task.
+        let new_status = v1::TaskStatus {
             state: state as i32,
             message,
             timestamp: Some(Timestamp::now()),
-        });
-        self.live.store.save(&self.live.scope, &next).await?;
+        };
+        let mut old_status = st.task.status.replace(new_status);
+        let moved = old_status.as_mut().and_then(|s| s.message.take());
+        let pushed = moved.is_some();
+        if let Some(m) = moved {
+            st.task.history.push(m);
+        }
+        if let Err(e) = self.live.store.save(&self.live.scope, &st.task).await {
+            if let Some(old) = old_status.as_mut()
+                && pushed
+            {
+                old.message = st.task.history.pop();
+            }
+            st.task.status = old_status;
+            return Err(e.into());
+        }
         st.dirty = false;
-        let status = next.status.clone();
-        st.task = next;
-        self.live
-            .publish(Payload::StatusUpdate(v1::TaskStatusUpdateEvent {
+        self.live.publish(|| {
+            Payload::StatusUpdate(v1::TaskStatusUpdateEvent {
                 task_id: self.live.id.clone(),
                 context_id: self.context_id.clone(),
-                status,
+                status: st.task.status.clone(),
                 metadata: None,
-            }));
+            })
+        });
+        if state.is_terminal() || state.is_interrupted() {
+            st.settled_gen += 1;
+            self.live.settled.notify_waiters();
+        }
         Ok(())
     }
 }

@@ -381,12 +381,12 @@ impl RequestHandler {
         }
 
         let (attached, prior) = if message.task_id.is_empty() {
-            self.start_task(&scope, &mut message)
+            self.start_task(&scope, &mut message, stream)
         } else {
             let attached = self
                 .inner
                 .live
-                .attach(&scope, &message.task_id, &self.inner.store)
+                .attach(&scope, &message.task_id, &self.inner.store, stream)
                 .await?;
             let prior = self.continue_task(&attached.live, &mut message).await;
             if let Err(e) = prior {
@@ -396,8 +396,9 @@ impl RequestHandler {
             }
             (attached, prior.ok())
         };
+        // Only streams subscribe to the fan-out; with no receiver, no event is built.
         let Attached { live, rx } = attached;
-        {
+        let start_gen = {
             let mut st = live.state.lock().await;
             if stream {
                 st.persist_on_create = true;
@@ -410,7 +411,8 @@ impl RequestHandler {
                     .map_err(store_err)?;
                 st.created = true;
             }
-        }
+            st.settled_gen
+        };
         let context_id = message.context_id.clone();
         let ctx = RequestContext {
             task_id: live.id.clone(),
@@ -426,24 +428,29 @@ impl RequestHandler {
         };
         self.spawn_execution(live.clone(), ctx).await;
 
-        if stream {
+        if let Some(rx) = rx {
             // The first event is the task (created) or the agent's direct message.
             return Ok(Reply::Stream(self.event_stream(live, rx, None, permit)));
         }
         if config.return_immediately {
-            drop(rx);
             let task = live.state.lock().await.task.clone();
             self.inner.live.release(&live.id);
             return Ok(Reply::Task(with_history(task, config.history_length)));
         }
-        self.wait_for_answer(live, rx, config.history_length).await
+        self.wait_for_answer(live, start_gen, config.history_length)
+            .await
     }
 
     /// A new task, provisional until the agent's first event.
-    fn start_task(&self, scope: &Scope, message: &mut v1::Message) -> (Attached, Option<v1::Task>) {
-        let task_id = uuid::Uuid::now_v7().to_string();
+    fn start_task(
+        &self,
+        scope: &Scope,
+        message: &mut v1::Message,
+        subscribe: bool,
+    ) -> (Attached, Option<v1::Task>) {
+        let task_id = crate::new_id();
         if message.context_id.is_empty() {
-            message.context_id = uuid::Uuid::now_v7().to_string();
+            message.context_id = crate::new_id();
         }
         message.task_id.clone_from(&task_id);
         let task = v1::Task {
@@ -461,7 +468,7 @@ impl RequestHandler {
         (
             self.inner
                 .live
-                .insert_new(scope.clone(), task, self.inner.store.clone()),
+                .insert_new(scope.clone(), task, self.inner.store.clone(), subscribe),
             None,
         )
     }
@@ -571,38 +578,32 @@ impl RequestHandler {
         self.inner.live.release(&live.id);
     }
 
+    /// A blocking send: waits until the task is terminal or interrupted, or
+    /// the agent answered with a message. Uses the task's `settled` signal, not
+    /// the event fan-out, so an unwatched task publishes nothing.
     async fn wait_for_answer(
         &self,
         live: Arc<LiveTask>,
-        mut rx: tokio::sync::broadcast::Receiver<Update>,
+        start_gen: u64,
         history: Option<i32>,
     ) -> Result<Reply, A2aError> {
         let reply = loop {
-            match rx.recv().await {
-                Ok(update) => {
-                    if let Some(Payload::Message(m)) = &update.payload {
+            let notified = live.settled.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let st = live.state.lock().await;
+                if st.settled_gen > start_gen {
+                    if let Some(m) = &st.reply {
                         break Reply::Message(m.clone());
                     }
-                    if is_final(&update) {
-                        break Reply::Task(live.state.lock().await.task.clone());
-                    }
+                    break Reply::Task(with_history(st.task.clone(), history));
                 }
-                Err(RecvError::Lagged(_)) => {
-                    let st = live.state.lock().await;
-                    let s = current_state(&st);
-                    if st.created && (s.is_terminal() || s.is_interrupted()) {
-                        break Reply::Task(st.task.clone());
-                    }
-                }
-                Err(RecvError::Closed) => break Reply::Task(live.state.lock().await.task.clone()),
             }
+            notified.await;
         };
-        drop(rx);
         self.inner.live.release(&live.id);
-        Ok(match reply {
-            Reply::Task(t) => Reply::Task(with_history(t, history)),
-            other => other,
-        })
+        Ok(reply)
     }
 
     fn stream_permit(&self) -> Result<OwnedSemaphorePermit, A2aError> {
@@ -762,7 +763,7 @@ impl RequestHandler {
         let Attached { live, rx } = self
             .inner
             .live
-            .attach(&scope, id, &self.inner.store)
+            .attach(&scope, id, &self.inner.store, false)
             .await?;
         drop(rx);
         let result = self.cancel_live(&live).await;
@@ -850,8 +851,11 @@ impl RequestHandler {
         let Attached { live, rx } = self
             .inner
             .live
-            .attach(&scope, id, &self.inner.store)
+            .attach(&scope, id, &self.inner.store, true)
             .await?;
+        let Some(rx) = rx else {
+            return Err(A2aError::internal("subscription was not created"));
+        };
         let snapshot = {
             let st = live.state.lock().await;
             (st.created).then(|| st.task.clone())

@@ -43,3 +43,12 @@ pub use agent::{AgentError, AgentExecutor, Caller, RequestContext};
 pub use events::{EventError, TaskEvents};
 pub use handler::{CallContext, EventStream, Limits, Reply, RequestHandler};
 pub use server::{AgentRoutes, card_router};
+
+/// A fresh, time-ordered id (UUID v7), formatted without `fmt` machinery.
+pub(crate) fn new_id() -> String {
+    let mut buf = [0u8; uuid::fmt::Hyphenated::LENGTH];
+    uuid::Uuid::now_v7()
+        .hyphenated()
+        .encode_lower(&mut buf)
+        .to_owned()
+}

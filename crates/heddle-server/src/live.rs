@@ -23,8 +23,9 @@ use tokio_util::sync::CancellationToken;
 /// One event as broadcast to subscribers (shared, encoded per subscriber).
 pub type Update = Arc<v1::StreamResponse>;
 
-/// Events buffered per task for slow subscribers before they lag and resync.
-const FANOUT_CAPACITY: usize = 256;
+/// Events buffered per task for slow subscribers before they lag and resync
+/// (a lagging subscriber gets a fresh snapshot). Allocated per task, so small.
+const FANOUT_CAPACITY: usize = 32;
 
 /// The mutable part of a live task, behind its async lock.
 #[derive(Debug)]
@@ -38,6 +39,11 @@ pub(crate) struct LiveState {
     pub persist_on_create: bool,
     /// The agent answered with a direct message; nothing may follow.
     pub replied: bool,
+    /// That message, for a caller blocked on the answer.
+    pub reply: Option<v1::Message>,
+    /// Counts the times the task settled (terminal, interrupted, or replied),
+    /// so a blocked caller waits for a settling after its own message.
+    pub settled_gen: u64,
     /// Artifact changes not yet persisted (they ride with the next save).
     pub dirty: bool,
     /// The running execution's abort handle, to stop an agent that ignores cancel.
@@ -49,10 +55,15 @@ pub(crate) struct LiveTask {
     pub scope: Scope,
     pub id: String,
     pub state: tokio::sync::Mutex<LiveState>,
-    pub tx: broadcast::Sender<Update>,
+    /// Created on the first subscriber: most tasks (blocking sends) never
+    /// have one, and a channel costs an allocation of its whole buffer.
+    tx: std::sync::OnceLock<broadcast::Sender<Update>>,
     pub cancel: CancellationToken,
     /// Mirrors "an executor is running", readable without the async lock.
     pub running: AtomicBool,
+    /// Wakes callers blocked until the task settles (terminal, interrupted,
+    /// or answered with a message); they re-check the state under the lock.
+    pub settled: tokio::sync::Notify,
     pub store: Arc<dyn TaskStore>,
 }
 
@@ -66,8 +77,19 @@ impl std::fmt::Debug for LiveTask {
 }
 
 impl LiveTask {
+    /// A receiver of every event published from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Update> {
+        self.tx
+            .get_or_init(|| broadcast::channel(FANOUT_CAPACITY).0)
+            .subscribe()
+    }
+
+    /// How many subscribers are attached.
+    pub fn receivers(&self) -> usize {
+        self.tx.get().map_or(0, broadcast::Sender::receiver_count)
+    }
+
     fn new(scope: Scope, task: v1::Task, created: bool, store: Arc<dyn TaskStore>) -> Self {
-        let (tx, _) = broadcast::channel(FANOUT_CAPACITY);
         Self {
             scope,
             id: task.id.clone(),
@@ -76,21 +98,29 @@ impl LiveTask {
                 created,
                 persist_on_create: false,
                 replied: false,
+                reply: None,
+                settled_gen: 0,
                 dirty: false,
                 abort: None,
             }),
-            tx,
+            tx: std::sync::OnceLock::new(),
             cancel: CancellationToken::new(),
             running: AtomicBool::new(false),
+            settled: tokio::sync::Notify::new(),
             store,
         }
     }
 
-    /// Broadcasts to current subscribers (none is fine).
-    pub fn publish(&self, update: v1::stream_response::Payload) {
-        let _ = self.tx.send(Arc::new(v1::StreamResponse {
-            payload: Some(update),
-        }));
+    /// Broadcasts to current subscribers. The event is only built when
+    /// someone listens: a blocking send of an unwatched task costs no copies.
+    pub fn publish(&self, update: impl FnOnce() -> v1::stream_response::Payload) {
+        if let Some(tx) = self.tx.get()
+            && tx.receiver_count() > 0
+        {
+            let _ = tx.send(Arc::new(v1::StreamResponse {
+                payload: Some(update()),
+            }));
+        }
     }
 }
 
@@ -104,7 +134,8 @@ pub(crate) struct LiveTasks {
 /// that sees every event published after this point.
 pub(crate) struct Attached {
     pub live: Arc<LiveTask>,
-    pub rx: broadcast::Receiver<Update>,
+    /// Present when the caller asked to subscribe.
+    pub rx: Option<broadcast::Receiver<Update>>,
 }
 
 impl LiveTasks {
@@ -112,10 +143,16 @@ impl LiveTasks {
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Registers a new (provisional) task and attaches to it.
-    pub fn insert_new(&self, scope: Scope, task: v1::Task, store: Arc<dyn TaskStore>) -> Attached {
+    /// Registers a new (provisional) task, subscribing to it if asked.
+    pub fn insert_new(
+        &self,
+        scope: Scope,
+        task: v1::Task,
+        store: Arc<dyn TaskStore>,
+        subscribe: bool,
+    ) -> Attached {
         let live = Arc::new(LiveTask::new(scope, task, false, store));
-        let rx = live.tx.subscribe();
+        let rx = subscribe.then(|| live.subscribe());
         self.lock().insert(live.id.clone(), live.clone());
         Attached { live, rx }
     }
@@ -127,8 +164,9 @@ impl LiveTasks {
         scope: &Scope,
         id: &str,
         store: &Arc<dyn TaskStore>,
+        subscribe: bool,
     ) -> Result<Attached, A2aError> {
-        if let Some(a) = self.attach_existing(scope, id) {
+        if let Some(a) = self.attach_existing(scope, id, subscribe) {
             return a;
         }
         let task = store
@@ -145,17 +183,22 @@ impl LiveTasks {
         if live.scope != *scope {
             return Err(A2aError::task_not_found(id));
         }
-        let rx = live.tx.subscribe();
+        let rx = subscribe.then(|| live.subscribe());
         Ok(Attached { live, rx })
     }
 
-    fn attach_existing(&self, scope: &Scope, id: &str) -> Option<Result<Attached, A2aError>> {
+    fn attach_existing(
+        &self,
+        scope: &Scope,
+        id: &str,
+        subscribe: bool,
+    ) -> Option<Result<Attached, A2aError>> {
         let map = self.lock();
         let live = map.get(id)?;
         if live.scope != *scope {
             return Some(Err(A2aError::task_not_found(id)));
         }
-        let rx = live.tx.subscribe();
+        let rx = subscribe.then(|| live.subscribe());
         Some(Ok(Attached {
             live: live.clone(),
             rx,
@@ -173,7 +216,7 @@ impl LiveTasks {
         let mut map = self.lock();
         if let Some(live) = map.get(id)
             && !live.running.load(Ordering::Acquire)
-            && live.tx.receiver_count() == 0
+            && live.receivers() == 0
         {
             map.remove(id);
         }

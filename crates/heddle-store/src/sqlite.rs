@@ -43,7 +43,7 @@ const MIGRATIONS: &[&str] = &[
         status_ms  INTEGER NOT NULL,
         body       BLOB    NOT NULL,
         PRIMARY KEY (agent, id)
-    );
+    ) WITHOUT ROWID;
     CREATE INDEX tasks_by_time ON tasks (agent, owner, status_ms DESC, id DESC);
     CREATE INDEX tasks_by_context ON tasks (agent, owner, context_id, status_ms DESC, id DESC);
     CREATE INDEX tasks_by_state ON tasks (agent, owner, state, status_ms DESC, id DESC);
@@ -322,9 +322,18 @@ impl Writer {
                 continue;
             }
             let mut batch = vec![first];
+            // Let the producers run once before draining: under load the
+            // queue fills while we yield, and one commit serves many saves.
+            // Idle, the yield returns at once and costs nothing.
+            let mut yields = 0;
             while batch.len() < MAX_BATCH {
                 match rx.try_recv() {
                     Ok(op) => batch.push(op),
+                    // Yield again only while yielding keeps bringing work.
+                    Err(_) if yields < 3 && (yields == 0 || batch.len() > yields) => {
+                        yields += 1;
+                        std::thread::yield_now();
+                    }
                     Err(_) => break,
                 }
             }
