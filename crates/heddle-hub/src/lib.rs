@@ -136,9 +136,10 @@ impl Hub {
         );
         for a in &self.agents {
             let routes = AgentRoutes::new(a.handler.clone())
+                .under(format!("/api/v1/agents/{}", a.id))
                 .jsonrpc_at("/a2a")
                 .router();
-            router = router.nest(&format!("/api/v1/agents/{}", a.id), routes);
+            router = router.merge(routes);
         }
         if let Some(default) = self.default_agent.as_deref().and_then(|id| self.agent(id)) {
             // The root serves the default agent's card; its interfaces stay absolute.

@@ -1,6 +1,8 @@
-//! Routing: an agent's endpoints as an axum [`Router`], ready to serve alone
-//! or to be nested under a path of a larger server (the hub nests one per
-//! agent under `/api/v1/agents/{agentId}`).
+//! Routing: an agent's endpoints as an axum [`Router`], ready to serve alone,
+//! under a path prefix, or merged with other agents' routers (the hub mounts
+//! one per agent under `/api/v1/agents/{agentId}`). Routes are registered
+//! with their full paths rather than nested, so a request is matched once,
+//! with no path rewriting.
 
 use std::sync::Arc;
 
@@ -19,6 +21,7 @@ pub const CARD_PATHS: [&str; 2] = ["/.well-known/agent-card.json", "/.well-known
 #[derive(Clone, Debug)]
 pub struct AgentRoutes {
     handler: RequestHandler,
+    prefix: String,
     jsonrpc_path: String,
 }
 
@@ -27,8 +30,16 @@ impl AgentRoutes {
     pub fn new(handler: RequestHandler) -> Self {
         Self {
             handler,
+            prefix: String::new(),
             jsonrpc_path: "/".into(),
         }
+    }
+
+    /// Mounts every route under `prefix` (e.g. `/api/v1/agents/echo`).
+    #[must_use]
+    pub fn under(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into().trim_end_matches('/').to_owned();
+        self
     }
 
     /// Serves JSON-RPC at `path` (e.g. `/a2a`).
@@ -42,9 +53,14 @@ impl AgentRoutes {
     /// limit of the handler's [`crate::Limits`].
     pub fn router(self) -> Router {
         let max_body = self.handler.limits().max_body_bytes;
-        let cards = card_router(self.handler.card());
+        let cards = cards_at(&self.prefix, self.handler.card());
+        let rpc_path = match (self.prefix.as_str(), self.jsonrpc_path.as_str()) {
+            ("", p) => p.to_owned(),
+            (prefix, "/") => prefix.to_owned(),
+            (prefix, p) => format!("{prefix}{p}"),
+        };
         let rpc = Router::new()
-            .route(&self.jsonrpc_path, post(jsonrpc::endpoint))
+            .route(&rpc_path, post(jsonrpc::endpoint))
             .layer(DefaultBodyLimit::max(max_body))
             .with_state(self.handler);
         cards.merge(rpc)
@@ -53,9 +69,15 @@ impl AgentRoutes {
 
 /// Just the two well-known card routes for `card`.
 pub fn card_router(card: &heddle_core::v1::AgentCard) -> Router {
+    cards_at("", card)
+}
+
+fn cards_at(prefix: &str, card: &heddle_core::v1::AgentCard) -> Router {
     let doc = Arc::new(CardDocument::new(card));
     CARD_PATHS
         .iter()
-        .fold(Router::new(), |r, p| r.route(p, get(crate::card::serve)))
+        .fold(Router::new(), |r, p| {
+            r.route(&format!("{prefix}{p}"), get(crate::card::serve))
+        })
         .with_state(doc)
 }

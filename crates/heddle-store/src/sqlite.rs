@@ -337,6 +337,7 @@ impl Writer {
                     Err(_) => break,
                 }
             }
+
             self.commit_batch(batch);
         }
         // Best effort: refresh planner statistics before closing.
