@@ -4,7 +4,7 @@ use std::{net::SocketAddr, path::PathBuf, sync::Arc};
 
 use anyhow::{Context, bail};
 use clap::Args;
-use heddle_hub::{Hub, agents::with_demo_agents};
+use heddle_hub::{Bindings, Hub, agents::with_demo_agents};
 use heddle_server::Limits;
 use heddle_store::{MemoryStore, SqliteStore, TaskStore};
 
@@ -32,6 +32,27 @@ pub struct ServeArgs {
     /// Most streams open at once.
     #[arg(long, default_value_t = 10_000)]
     max_streams: usize,
+    /// Protocol bindings to serve, comma-separated: `jsonrpc`, `rest`.
+    #[arg(long, value_delimiter = ',', default_value = "jsonrpc,rest")]
+    bindings: Vec<String>,
+}
+
+fn bindings(names: &[String]) -> anyhow::Result<Bindings> {
+    let mut b = Bindings {
+        jsonrpc: false,
+        rest: false,
+    };
+    for n in names {
+        match n.trim() {
+            "jsonrpc" => b.jsonrpc = true,
+            "rest" => b.rest = true,
+            other => bail!("unknown binding {other:?}: use jsonrpc and/or rest"),
+        }
+    }
+    if !(b.jsonrpc || b.rest) {
+        bail!("enable at least one binding");
+    }
+    Ok(b)
 }
 
 fn default_db() -> PathBuf {
@@ -68,6 +89,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
+    let bindings = bindings(&args.bindings)?;
     let (store, store_name) = open_store(args.store.as_deref())?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -83,10 +105,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         max_streams: args.max_streams,
         ..Limits::default()
     };
-    let hub = with_demo_agents(Hub::builder(&public_url, store).limits(limits))
-        .default_agent(&args.default_agent)
-        .build()
-        .await;
+    let hub = with_demo_agents(
+        Hub::builder(&public_url, store)
+            .limits(limits)
+            .bindings(bindings),
+    )
+    .default_agent(&args.default_agent)
+    .build()
+    .await;
     if hub.agent(&args.default_agent).is_none() {
         bail!(
             "no agent named {:?}; the agents are: {}",

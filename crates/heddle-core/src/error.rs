@@ -260,12 +260,13 @@ impl A2aError {
         Self::new(ErrorCode::Internal, message)
     }
 
-    /// The `@type`-tagged detail objects (ProtoJSON `Any`): an `ErrorInfo` for
-    /// A2A errors, and a `BadRequest` when fields are named.
+    /// The `@type`-tagged detail objects (ProtoJSON `Any`): an `ErrorInfo`
+    /// (mandatory for A2A errors, v1 §11.6; given for every error so clients
+    /// can tell them apart by `reason`), and a `BadRequest` when fields are named.
     pub fn details_json(&self) -> Vec<Value> {
         let spec = self.code.spec();
         let mut details = Vec::with_capacity(2);
-        if self.code.is_a2a() || !self.metadata.is_empty() {
+        {
             let mut info = json!({
                 "@type": rpc::ERROR_INFO_TYPE,
                 "reason": spec.reason,
@@ -316,7 +317,7 @@ impl A2aError {
     pub fn to_grpc_status(&self) -> rpc::Status {
         let spec = self.code.spec();
         let mut details = Vec::new();
-        if self.code.is_a2a() || !self.metadata.is_empty() {
+        {
             let info = rpc::ErrorInfo {
                 reason: spec.reason.to_owned(),
                 domain: ERROR_DOMAIN.to_owned(),
@@ -492,7 +493,7 @@ mod tests {
         assert_eq!(err.to_jsonrpc().code, -32602);
         let (_, body) = err.to_http_body();
         assert_eq!(
-            body["error"]["details"][0]["fieldViolations"][0]["field"],
+            body["error"]["details"][1]["fieldViolations"][0]["field"],
             "message.parts[1]"
         );
     }

@@ -69,12 +69,31 @@ pub struct HostedAgent {
     pub handler: RequestHandler,
 }
 
+/// Which protocol bindings the hub serves (and so which its cards list).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bindings {
+    /// JSON-RPC 2.0 at `…/{agentId}/a2a`, v1.0 and v0.3.
+    pub jsonrpc: bool,
+    /// HTTP+JSON at `…/{agentId}/rest`, v1.0.
+    pub rest: bool,
+}
+
+impl Default for Bindings {
+    fn default() -> Self {
+        Self {
+            jsonrpc: true,
+            rest: true,
+        }
+    }
+}
+
 /// A server of many agents.
 #[derive(Clone, Debug)]
 pub struct Hub {
     public_url: String,
     agents: Vec<HostedAgent>,
     default_agent: Option<String>,
+    bindings: Bindings,
 }
 
 /// Builds a [`Hub`].
@@ -84,6 +103,7 @@ pub struct HubBuilder {
     limits: Limits,
     agents: Vec<HostedAgent>,
     default_agent: Option<String>,
+    bindings: Bindings,
 }
 
 impl Hub {
@@ -95,6 +115,7 @@ impl Hub {
             limits: Limits::default(),
             agents: Vec::new(),
             default_agent: None,
+            bindings: Bindings::default(),
         }
     }
 
@@ -135,11 +156,17 @@ impl Hub {
             get(move || async move { Json((*listing).clone()) }),
         );
         for a in &self.agents {
-            let routes = AgentRoutes::new(a.handler.clone())
-                .under(format!("/api/v1/agents/{}", a.id))
-                .jsonrpc_at("/a2a")
-                .router();
-            router = router.merge(routes);
+            let mut routes =
+                AgentRoutes::new(a.handler.clone()).under(format!("/api/v1/agents/{}", a.id));
+            routes = if self.bindings.jsonrpc {
+                routes.jsonrpc_at("/a2a")
+            } else {
+                routes.without_jsonrpc()
+            };
+            if self.bindings.rest {
+                routes = routes.rest_at("/rest");
+            }
+            router = router.merge(routes.router());
         }
         if let Some(default) = self.default_agent.as_deref().and_then(|id| self.agent(id)) {
             // The root serves the default agent's card; its interfaces stay absolute.
@@ -154,6 +181,13 @@ impl HubBuilder {
     #[must_use]
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// The bindings to serve (add agents after setting this: their cards list them).
+    #[must_use]
+    pub fn bindings(mut self, bindings: Bindings) -> Self {
+        self.bindings = bindings;
         self
     }
 
@@ -172,7 +206,7 @@ impl HubBuilder {
         profile: AgentProfile,
         executor: Arc<dyn AgentExecutor>,
     ) -> Self {
-        let card = card_for(&self.public_url, id, &profile);
+        let card = card_for(&self.public_url, id, &profile, self.bindings);
         let handler =
             RequestHandler::new(id, card, executor, self.store.clone(), self.limits.clone());
         self.agents.push(HostedAgent {
@@ -198,24 +232,36 @@ impl HubBuilder {
             public_url: self.public_url,
             agents: self.agents,
             default_agent: self.default_agent,
+            bindings: self.bindings,
         }
     }
 }
 
-/// The card of an agent hosted at `public_url`: JSON-RPC in v1.0 and v0.3 at
-/// the same URL (the version header tells them apart).
-pub fn card_for(public_url: &str, id: &str, p: &AgentProfile) -> v1::AgentCard {
-    let url = format!("{}/a2a", Hub::agent_url(public_url, id));
-    let iface = |version: &str| v1::AgentInterface {
-        url: url.clone(),
-        protocol_binding: "JSONRPC".into(),
+/// The card of an agent hosted at `public_url`, listing each enabled binding
+/// in order of preference: JSON-RPC v1.0, HTTP+JSON v1.0, then JSON-RPC v0.3
+/// (same URL as v1.0; the version header tells them apart).
+pub fn card_for(public_url: &str, id: &str, p: &AgentProfile, bindings: Bindings) -> v1::AgentCard {
+    let base = Hub::agent_url(public_url, id);
+    let iface = |path: &str, binding: &str, version: &str| v1::AgentInterface {
+        url: format!("{base}{path}"),
+        protocol_binding: binding.into(),
         tenant: String::new(),
         protocol_version: version.into(),
     };
+    let mut interfaces = Vec::new();
+    if bindings.jsonrpc {
+        interfaces.push(iface("/a2a", "JSONRPC", "1.0"));
+    }
+    if bindings.rest {
+        interfaces.push(iface("/rest", "HTTP+JSON", "1.0"));
+    }
+    if bindings.jsonrpc {
+        interfaces.push(iface("/a2a", "JSONRPC", "0.3"));
+    }
     v1::AgentCard {
         name: p.name.clone(),
         description: p.description.clone(),
-        supported_interfaces: vec![iface("1.0"), iface("0.3")],
+        supported_interfaces: interfaces,
         provider: Some(v1::AgentProvider {
             url: "https://github.com/heddle-a2a/heddle".into(),
             organization: "Heddle".into(),

@@ -657,12 +657,12 @@ async fn every_reachable_error_has_its_code() {
     .await;
     assert_eq!(e["code"], -32602);
     assert_eq!(
-        e["data"][0]["fieldViolations"][0]["field"],
+        e["data"][1]["fieldViolations"][0]["field"],
         "message.messageId"
     );
     let e = v1_err(&app, "echo", "SendMessage", json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x", "url": "y"}]}})).await;
     assert_eq!(
-        e["data"][0]["fieldViolations"][0]["field"],
+        e["data"][1]["fieldViolations"][0]["field"],
         "message.parts[0]"
     );
     assert_eq!(
@@ -728,6 +728,7 @@ async fn declared_capabilities_produce_their_errors() {
         BASE,
         "strict",
         &AgentProfile::new("strict", "Strict", "d", &["t"]),
+        Default::default(),
     );
     if let Some(c) = card.capabilities.as_mut() {
         c.extended_agent_card = Some(true);
@@ -828,7 +829,7 @@ async fn limits_give_clear_errors() {
         json!({"message": {"messageId": "p", "role": "ROLE_USER", "parts": parts}}),
     )
     .await;
-    assert_eq!(e["data"][0]["fieldViolations"][0]["field"], "message.parts");
+    assert_eq!(e["data"][1]["fieldViolations"][0]["field"], "message.parts");
     let big = "x".repeat(5000);
     let resp = app
         .clone()

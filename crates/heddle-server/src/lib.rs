@@ -37,6 +37,7 @@ pub mod handler;
 mod jsonrpc;
 pub mod lifecycle;
 mod live;
+mod rest;
 pub mod server;
 
 pub use agent::{AgentError, AgentExecutor, Caller, RequestContext};

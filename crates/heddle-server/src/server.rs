@@ -22,7 +22,8 @@ pub const CARD_PATHS: [&str; 2] = ["/.well-known/agent-card.json", "/.well-known
 pub struct AgentRoutes {
     handler: RequestHandler,
     prefix: String,
-    jsonrpc_path: String,
+    jsonrpc_path: Option<String>,
+    rest_path: Option<String>,
 }
 
 impl AgentRoutes {
@@ -31,7 +32,8 @@ impl AgentRoutes {
         Self {
             handler,
             prefix: String::new(),
-            jsonrpc_path: "/".into(),
+            jsonrpc_path: Some("/".into()),
+            rest_path: None,
         }
     }
 
@@ -45,7 +47,22 @@ impl AgentRoutes {
     /// Serves JSON-RPC at `path` (e.g. `/a2a`).
     #[must_use]
     pub fn jsonrpc_at(mut self, path: impl Into<String>) -> Self {
-        self.jsonrpc_path = path.into();
+        self.jsonrpc_path = Some(path.into());
+        self
+    }
+
+    /// Turns the JSON-RPC binding off.
+    #[must_use]
+    pub fn without_jsonrpc(mut self) -> Self {
+        self.jsonrpc_path = None;
+        self
+    }
+
+    /// Serves the HTTP+JSON (REST) binding under `path` (e.g. `/rest`, so
+    /// `POST …/rest/message:send`).
+    #[must_use]
+    pub fn rest_at(mut self, path: impl Into<String>) -> Self {
+        self.rest_path = Some(path.into().trim_end_matches('/').to_owned());
         self
     }
 
@@ -53,17 +70,26 @@ impl AgentRoutes {
     /// limit of the handler's [`crate::Limits`].
     pub fn router(self) -> Router {
         let max_body = self.handler.limits().max_body_bytes;
-        let cards = cards_at(&self.prefix, self.handler.card());
-        let rpc_path = match (self.prefix.as_str(), self.jsonrpc_path.as_str()) {
-            ("", p) => p.to_owned(),
-            (prefix, "/") => prefix.to_owned(),
-            (prefix, p) => format!("{prefix}{p}"),
-        };
-        let rpc = Router::new()
-            .route(&rpc_path, post(jsonrpc::endpoint))
-            .layer(DefaultBodyLimit::max(max_body))
-            .with_state(self.handler);
-        cards.merge(rpc)
+        let mut router = cards_at(&self.prefix, self.handler.card());
+        if let Some(path) = &self.jsonrpc_path {
+            let rpc_path = match (self.prefix.as_str(), path.as_str()) {
+                ("", p) => p.to_owned(),
+                (prefix, "/") => prefix.to_owned(),
+                (prefix, p) => format!("{prefix}{p}"),
+            };
+            let rpc = Router::new()
+                .route(&rpc_path, post(jsonrpc::endpoint))
+                .layer(DefaultBodyLimit::max(max_body))
+                .with_state(self.handler.clone());
+            router = router.merge(rpc);
+        }
+        if let Some(path) = &self.rest_path {
+            let rest = crate::rest::routes(&format!("{}{path}", self.prefix))
+                .layer(DefaultBodyLimit::max(max_body))
+                .with_state(self.handler.clone());
+            router = router.merge(rest);
+        }
+        router
     }
 }
 
