@@ -1,6 +1,6 @@
-//! `heddle card`: validate Agent Cards.
+//! `heddle card`: fetch and validate Agent Cards.
 
-use std::{path::PathBuf, process::ExitCode};
+use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Subcommand;
@@ -9,27 +9,33 @@ use heddle_core::{
     validate::Validate,
 };
 
+use crate::remote::Connection;
+
 /// `heddle card …`
 #[derive(Subcommand, Debug)]
 pub enum CardCommand {
-    /// Check a card file against the spec; report every problem with its JSON path.
+    /// Fetch an agent's card (from its base URL or the card URL) and show it.
+    Get {
+        /// Agent base URL or card URL.
+        url: String,
+        #[command(flatten)]
+        conn: Connection,
+    },
+    /// Check a card against the spec; report every problem with its JSON path.
     Validate {
-        /// The card JSON file (`-` for standard input).
-        file: PathBuf,
+        /// A card URL, an agent base URL, a file, or `-` for standard input.
+        source: String,
+        #[command(flatten)]
+        conn: Connection,
     },
 }
 
-/// Runs a card command; exit 0 when valid, 1 when not.
+/// Runs a card command; `validate` exits 0 when valid, 1 when not.
 pub async fn run(cmd: CardCommand) -> anyhow::Result<ExitCode> {
     match cmd {
-        CardCommand::Validate { file } => {
-            let text = if file.as_os_str() == "-" {
-                std::io::read_to_string(std::io::stdin()).context("reading standard input")?
-            } else {
-                tokio::fs::read_to_string(&file)
-                    .await
-                    .with_context(|| format!("reading {}", file.display()))?
-            };
+        CardCommand::Get { url, conn } => crate::remote::card_get(&url, &conn).await,
+        CardCommand::Validate { source, conn } => {
+            let text = read_source(&source, &conn).await?;
             let doc: serde_json::Value =
                 serde_json::from_str(&text).context("the card is not JSON")?;
             let form = match card_form(&doc) {
@@ -37,20 +43,18 @@ pub async fn run(cmd: CardCommand) -> anyhow::Result<ExitCode> {
                 CardForm::V03 => "v0.3",
                 CardForm::Dual => "dual v1.0 + v0.3",
             };
-            let problems = match parse_card(&doc) {
+            let problems: Vec<String> = match parse_card(&doc) {
                 Err(e) => e
                     .violations
                     .iter()
                     .map(|v| format!("{}: {}", v.field, v.description))
-                    .collect::<Vec<_>>(),
-                Ok(card) => match card.validate() {
-                    Ok(()) => Vec::new(),
-                    Err(e) => e
-                        .violations
+                    .collect(),
+                Ok(card) => card.validate().err().map_or_else(Vec::new, |e| {
+                    e.violations
                         .iter()
                         .map(|v| format!("{}: {}", v.field, v.description))
-                        .collect(),
-                },
+                        .collect()
+                }),
             };
             if problems.is_empty() {
                 println!("valid ({form} card)");
@@ -64,4 +68,40 @@ pub async fn run(cmd: CardCommand) -> anyhow::Result<ExitCode> {
             }
         }
     }
+}
+
+/// The card JSON from a URL (trying the well-known paths), a file, or stdin.
+async fn read_source(source: &str, conn: &Connection) -> anyhow::Result<String> {
+    if source == "-" {
+        return std::io::read_to_string(std::io::stdin()).context("reading standard input");
+    }
+    if !(source.starts_with("http://") || source.starts_with("https://")) {
+        return tokio::fs::read_to_string(source)
+            .await
+            .with_context(|| format!("reading {source}"));
+    }
+    let opts = conn.options()?;
+    let http = heddle_client::reqwest::Client::new();
+    let urls: Vec<String> = if source.ends_with(".json") {
+        vec![source.to_owned()]
+    } else {
+        let base = source.trim_end_matches('/');
+        vec![
+            format!("{base}/.well-known/agent-card.json"),
+            format!("{base}/.well-known/agent.json"),
+        ]
+    };
+    let mut last = String::new();
+    for u in urls {
+        let mut req = http.get(&u);
+        for (k, v) in &opts.headers {
+            req = req.header(k, v);
+        }
+        match req.send().await {
+            Ok(r) if r.status().is_success() => return Ok(r.text().await?),
+            Ok(r) => last = format!("GET {u}: HTTP {}", r.status().as_u16()),
+            Err(e) => last = format!("GET {u}: {}", e.without_url()),
+        }
+    }
+    anyhow::bail!("{last}")
 }

@@ -1,6 +1,7 @@
-//! `heddle`: serve A2A agents and work with Agent Cards.
+//! `heddle`: serve A2A agents, talk to any A2A agent, and work with Agent Cards.
 
 mod card;
+mod remote;
 mod serve;
 
 use std::process::ExitCode;
@@ -27,6 +28,13 @@ enum Command {
     /// Work with Agent Cards.
     #[command(subcommand)]
     Card(card::CardCommand),
+    /// Send a message to an agent.
+    Send(remote::SendArgs),
+    /// Work with an agent's tasks.
+    #[command(subcommand)]
+    Task(remote::TaskCommand),
+    /// Chat with an agent, answering its questions on the same task.
+    Chat(remote::ChatArgs),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +57,9 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Serve(args) => serve::run(args).await.map(|()| ExitCode::SUCCESS),
             Command::Card(cmd) => card::run(cmd).await,
+            Command::Send(args) => remote::send(args).await,
+            Command::Task(cmd) => remote::task(cmd).await,
+            Command::Chat(args) => remote::chat(args).await,
         }
     });
     match result {

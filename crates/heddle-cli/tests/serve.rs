@@ -174,6 +174,139 @@ async fn killed_under_load_loses_no_acknowledged_task() {
     );
 }
 
+/// Runs `heddle ARGS…` to completion: (exit code, stdout, stderr).
+fn heddle(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_heddle"))
+        .args(args)
+        .output()
+        .expect("heddle runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_first_session_from_the_command_line() {
+    let server = serve("memory");
+    let echo = format!("{}/api/v1/agents/echo", server.url);
+    let (code, out, _) = heddle(&["card", "get", &echo]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("Echo") && out.contains("HTTP+JSON") && out.contains("JSONRPC"),
+        "{out}"
+    );
+
+    let (code, out, _) = heddle(&["send", &echo, "hello there"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("COMPLETED") && out.contains("hello there"),
+        "{out}"
+    );
+
+    let stream = format!("{}/api/v1/agents/writer-stream", server.url);
+    let (code, out, _) = heddle(&["send", &stream, "go", "--stream"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(
+            "Report, part one: the findings. Part two: what they mean. Part three: what to do next."
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("→ WORKING") && out.contains("→ COMPLETED"),
+        "{out}"
+    );
+
+    // JSON output: one object for a send, JSON Lines for a stream.
+    let (code, out, _) = heddle(&["send", &echo, "hi", "-o", "json", "--binding", "rest"]);
+    assert_eq!(code, 0);
+    let task: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON object");
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
+    let (_, out, _) = heddle(&[
+        "send",
+        &stream,
+        "go",
+        "--stream",
+        "-o",
+        "json",
+        "--a2a-version",
+        "0.3",
+    ]);
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert!(lines[0].get("task").is_some() && lines.len() == 6, "{out}");
+
+    // Multi-turn with --task-id, and a file part.
+    let writer = format!("{}/api/v1/agents/writer", server.url);
+    let (code, out, _) = heddle(&[
+        "send",
+        &writer,
+        "Summarize",
+        "--file",
+        "Cargo.toml",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(code, 0);
+    let t: serde_json::Value = serde_json::from_str(out.trim()).expect("json");
+    assert_eq!(t["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
+    let id = t["id"].as_str().expect("id");
+    let (code, out, _) = heddle(&["send", &writer, "the board", "--task-id", id]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("COMPLETED") && out.contains("the board"),
+        "{out}"
+    );
+
+    // Exit codes: 1 for a rejected task, 2 for errors.
+    let conformance = format!("{}/api/v1/agents/conformance", server.url);
+    let (code, out, _) = heddle(&[
+        "send",
+        &conformance,
+        "x",
+        "--message-id",
+        "tck-reject-task-1",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    let (code, _, err) = heddle(&["task", "get", &echo, "no-such-task"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("TASK_NOT_FOUND"), "{err}");
+    let (code, out, _) = heddle(&["task", "list", &echo, "--page-size", "1"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("next page: --page-token"), "{out}");
+    let (code, _, _) = heddle(&["send"]);
+    assert_eq!(code, 2, "usage error");
+}
+
+#[test]
+fn a_server_killed_mid_stream_is_a_clear_error() {
+    let mut server = serve("memory");
+    let url = format!("{}/api/v1/agents/conformance", server.url);
+    let child = Command::new(env!("CARGO_BIN_EXE_heddle"))
+        .args([
+            "send",
+            &url,
+            "wait",
+            "--stream",
+            "--message-id",
+            "test-resubscribe-message-id-kill",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("heddle send");
+    std::thread::sleep(Duration::from_millis(800));
+    server.child.kill().expect("kill -9");
+    let out = child.wait_with_output().expect("send ends");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert!(err.contains("stream"), "a clear message: {err}");
+}
+
 #[tokio::test]
 async fn serve_rejects_an_unknown_store() {
     let out = Command::new(env!("CARGO_BIN_EXE_heddle"))

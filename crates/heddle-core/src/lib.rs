@@ -31,6 +31,8 @@ pub mod compat;
 pub mod error;
 pub mod jsonrpc;
 pub mod method;
+pub mod sse;
+pub mod task;
 pub mod validate;
 pub mod version;
 

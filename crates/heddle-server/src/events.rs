@@ -145,7 +145,7 @@ impl TaskEvents {
         let mut st = self.live.state.lock().await;
         self.ensure_open(&st)?;
         self.create_if_needed(&mut st).await?;
-        merge_artifact(&mut st.task.artifacts, &artifact, append);
+        heddle_core::task::apply_artifact(&mut st.task.artifacts, &artifact, append);
         st.dirty = true;
         self.live.publish(|| {
             Payload::ArtifactUpdate(v1::TaskArtifactUpdateEvent {
@@ -292,59 +292,4 @@ pub(crate) fn current_state(st: &LiveState) -> v1::TaskState {
         .status
         .as_ref()
         .map_or(v1::TaskState::Unspecified, |s| s.state())
-}
-
-/// Applies an artifact update: `append` extends the parts of the artifact
-/// with the same id (creating it if absent); otherwise it replaces or adds.
-pub(crate) fn merge_artifact(
-    artifacts: &mut Vec<v1::Artifact>,
-    update: &v1::Artifact,
-    append: bool,
-) {
-    match artifacts
-        .iter_mut()
-        .find(|a| a.artifact_id == update.artifact_id)
-    {
-        Some(existing) if append => {
-            existing.parts.extend(update.parts.iter().cloned());
-            if !update.name.is_empty() {
-                existing.name.clone_from(&update.name);
-            }
-            if update.metadata.is_some() {
-                existing.metadata.clone_from(&update.metadata);
-            }
-        }
-        Some(existing) => *existing = update.clone(),
-        None => artifacts.push(update.clone()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn append_merges_parts_and_replace_replaces() {
-        let mut arts = Vec::new();
-        let chunk = |t: &str| v1::Artifact {
-            artifact_id: "a".into(),
-            parts: vec![v1::Part::text(t)],
-            ..Default::default()
-        };
-        merge_artifact(&mut arts, &chunk("one "), false);
-        merge_artifact(&mut arts, &chunk("two "), true);
-        merge_artifact(&mut arts, &chunk("three"), true);
-        assert_eq!(arts.len(), 1);
-        assert_eq!(arts[0].parts.len(), 3);
-        assert_eq!(
-            arts[0]
-                .parts
-                .iter()
-                .filter_map(|p| p.as_text())
-                .collect::<String>(),
-            "one two three"
-        );
-        merge_artifact(&mut arts, &chunk("fresh"), false);
-        assert_eq!(arts[0].parts.len(), 1);
-    }
 }

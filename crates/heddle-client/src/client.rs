@@ -1,0 +1,753 @@
+//! [`A2aClient`]: every A2A operation over the chosen interface.
+
+use std::{pin::Pin, sync::Arc, time::Duration};
+
+use futures::{Stream, StreamExt};
+use heddle_core::{
+    A2aError, ProtocolVersion,
+    compat::v03,
+    jsonrpc::ClientResponse,
+    method::Method,
+    sse::SseDecoder,
+    v1::{self, send_message_response::Payload as SendPayload},
+};
+use serde::{Serialize, de::DeserializeOwned};
+use serde_json::{Value, json};
+
+use crate::{
+    ClientError, Credentials,
+    credentials::{KeyPlace, api_key_place, is_sensitive_header},
+    discovery::{CardCache, choose_interface, fetch_card},
+};
+
+/// A protocol binding this client speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Binding {
+    /// JSON-RPC 2.0 over HTTP.
+    JsonRpc,
+    /// HTTP+JSON (REST).
+    Rest,
+    /// gRPC (not yet spoken by this client).
+    Grpc,
+}
+
+impl Binding {
+    /// The binding named on a card (`JSONRPC`, `HTTP+JSON`, `GRPC`).
+    pub fn from_card_name(name: &str) -> Option<Self> {
+        match name {
+            "JSONRPC" => Some(Self::JsonRpc),
+            "HTTP+JSON" => Some(Self::Rest),
+            "GRPC" => Some(Self::Grpc),
+            _ => None,
+        }
+    }
+
+    /// Parses a user's name for a binding (`jsonrpc`, `rest`, `grpc`).
+    pub fn parse(name: &str) -> Option<Self> {
+        match name.to_ascii_lowercase().as_str() {
+            "jsonrpc" | "json-rpc" => Some(Self::JsonRpc),
+            "rest" | "http+json" | "http" => Some(Self::Rest),
+            "grpc" => Some(Self::Grpc),
+            _ => None,
+        }
+    }
+}
+
+/// Sees every request and response, with secrets redacted (for `--debug`).
+pub type WireLog = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// How to build a client.
+#[derive(Clone)]
+pub struct ClientOptions {
+    /// Bindings in order of preference.
+    pub bindings: Vec<Binding>,
+    /// Force a protocol version instead of negotiating.
+    pub version: Option<ProtocolVersion>,
+    /// Credentials to present.
+    pub credentials: Credentials,
+    /// Extra headers on every request.
+    pub headers: Vec<(String, String)>,
+    /// Timeout of each unary call (streams have none).
+    pub timeout: Duration,
+    /// Retries of idempotent calls on transient failures.
+    pub retries: u32,
+    /// The wire log, if any.
+    pub wire_log: Option<WireLog>,
+    /// An HTTP client to reuse.
+    pub http: Option<reqwest::Client>,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            bindings: vec![Binding::JsonRpc, Binding::Rest],
+            version: None,
+            credentials: Credentials::default(),
+            headers: Vec::new(),
+            timeout: Duration::from_secs(60),
+            retries: 3,
+            wire_log: None,
+            http: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for ClientOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientOptions")
+            .field("bindings", &self.bindings)
+            .field("version", &self.version)
+            .field("credentials", &self.credentials)
+            .field("timeout", &self.timeout)
+            .field("retries", &self.retries)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a send produced.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SendReply {
+    /// A task.
+    Task(v1::Task),
+    /// A direct message.
+    Message(v1::Message),
+}
+
+/// Events of a stream, in order; it ends when the server closes it.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<v1::StreamResponse, ClientError>> + Send>>;
+
+/// Largest single stream event accepted.
+const MAX_EVENT: usize = 16 << 20;
+
+/// A client bound to one agent interface.
+#[derive(Clone)]
+pub struct A2aClient {
+    http: reqwest::Client,
+    card: v1::AgentCard,
+    interface: v1::AgentInterface,
+    binding: Binding,
+    version: ProtocolVersion,
+    opts: ClientOptions,
+}
+
+impl std::fmt::Debug for A2aClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("A2aClient")
+            .field("url", &self.interface.url)
+            .field("binding", &self.binding)
+            .field("version", &self.version)
+            .finish_non_exhaustive()
+    }
+}
+
+fn http_client(opts: &ClientOptions) -> Result<reqwest::Client, ClientError> {
+    match &opts.http {
+        Some(c) => Ok(c.clone()),
+        None => reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .user_agent(concat!("heddle/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(ClientError::from),
+    }
+}
+
+impl A2aClient {
+    /// Fetches the card of the agent at `url` and binds to its best interface.
+    pub async fn discover(url: &str, opts: ClientOptions) -> Result<Self, ClientError> {
+        let http = http_client(&opts)?;
+        let (card, _) = fetch_card(&http, url, Some(&CardCache::default()), &opts.headers).await?;
+        Self::from_card(
+            card,
+            ClientOptions {
+                http: Some(http),
+                ..opts
+            },
+        )
+    }
+
+    /// Binds to the best interface of a card already in hand.
+    pub fn from_card(card: v1::AgentCard, opts: ClientOptions) -> Result<Self, ClientError> {
+        let http = http_client(&opts)?;
+        let (interface, binding, version) = choose_interface(&card, &opts.bindings, opts.version)?;
+        if binding == Binding::Grpc {
+            return Err(ClientError::NoInterface(
+                "this client does not speak gRPC yet".into(),
+            ));
+        }
+        Ok(Self {
+            http,
+            card,
+            interface,
+            binding,
+            version,
+            opts,
+        })
+    }
+
+    /// The agent's card.
+    pub fn card(&self) -> &v1::AgentCard {
+        &self.card
+    }
+
+    /// The interface in use.
+    pub fn interface(&self) -> &v1::AgentInterface {
+        &self.interface
+    }
+
+    /// The binding in use.
+    pub fn binding(&self) -> Binding {
+        self.binding
+    }
+
+    /// The protocol version in use.
+    pub fn version(&self) -> ProtocolVersion {
+        self.version
+    }
+
+    fn log(&self, line: impl FnOnce() -> String) {
+        if let Some(log) = &self.opts.wire_log {
+            log(&line());
+        }
+    }
+
+    /// A request with the version header, credentials and extra headers.
+    fn request(&self, method: reqwest::Method, url: &str) -> reqwest::RequestBuilder {
+        let mut url = url.to_owned();
+        let mut headers: Vec<(String, String)> = Vec::new();
+        if self.version == ProtocolVersion::V1_0 {
+            headers.push(("A2A-Version".into(), "1.0".into()));
+        }
+        if let Some(t) = &self.opts.credentials.bearer {
+            headers.push(("Authorization".into(), format!("Bearer {}", t.expose())));
+        }
+        if let Some(k) = &self.opts.credentials.api_key {
+            match api_key_place(&self.card) {
+                KeyPlace::Header(name) => headers.push((name, k.expose().to_owned())),
+                KeyPlace::Cookie(name) => {
+                    headers.push(("Cookie".into(), format!("{name}={}", k.expose())))
+                }
+                KeyPlace::Query(name) => {
+                    let sep = if url.contains('?') { '&' } else { '?' };
+                    url = format!("{url}{sep}{name}={}", k.expose());
+                }
+            }
+        }
+        headers.extend(self.opts.headers.iter().cloned());
+        self.log(|| {
+            let shown: Vec<String> = headers
+                .iter()
+                .map(|(k, v)| {
+                    if is_sensitive_header(k) {
+                        format!("{k}: ***")
+                    } else {
+                        format!("{k}: {v}")
+                    }
+                })
+                .collect();
+            let shown_url = match (&self.opts.credentials.api_key, api_key_place(&self.card)) {
+                (Some(_), KeyPlace::Query(name)) => url
+                    .split(&format!("{name}="))
+                    .next()
+                    .map_or(url.clone(), |u| format!("{u}{name}=***")),
+                _ => url.clone(),
+            };
+            format!("> {method} {shown_url}\n> {}", shown.join("\n> "))
+        });
+        let mut req = self.http.request(method, &url);
+        for (k, v) in headers {
+            req = req.header(k, v);
+        }
+        req
+    }
+
+    async fn check_status(&self, resp: reqwest::Response) -> Result<bytes::Bytes, ClientError> {
+        let status = resp.status().as_u16();
+        let challenge = resp
+            .headers()
+            .get("www-authenticate")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let body = resp.bytes().await?;
+        self.log(|| format!("< HTTP {status}\n< {}", String::from_utf8_lossy(&body)));
+        if status == 200 {
+            return Ok(body);
+        }
+        if let Ok(v) = serde_json::from_slice::<Value>(&body)
+            && v.get("error").and_then(|e| e.get("details")).is_some()
+        {
+            return Err(ClientError::A2a(A2aError::from_http_body(status, &v)));
+        }
+        let message = challenge
+            .unwrap_or_else(|| String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned());
+        Err(ClientError::Http { status, message })
+    }
+
+    /// Retries `f` on transient failures with jittered exponential backoff
+    /// (only for idempotent calls).
+    async fn retrying<T, F, Fut>(&self, mut f: F) -> Result<T, ClientError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, ClientError>>,
+    {
+        let mut attempt = 0;
+        loop {
+            match f().await {
+                Err(e) if e.is_transient() && attempt < self.opts.retries => {
+                    attempt += 1;
+                    let base = 100u64 << attempt.min(6);
+                    let jitter = rand::random::<u64>() % base;
+                    tokio::time::sleep(Duration::from_millis(base / 2 + jitter)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    // ---- JSON-RPC ---------------------------------------------------------------
+
+    async fn rpc_raw(&self, method: Method, params: Value) -> Result<Value, ClientError> {
+        let name = method.jsonrpc_name(self.version).ok_or_else(|| {
+            ClientError::NoInterface(format!("{method:?} does not exist in A2A {}", self.version))
+        })?;
+        let body = json!({"jsonrpc": "2.0", "id": uuid::Uuid::new_v4().to_string(), "method": name, "params": params});
+        let req = self.request(reqwest::Method::POST, &self.interface.url);
+        self.log(|| format!("> {body}"));
+        let resp = req
+            .header("content-type", "application/json")
+            .timeout(self.opts.timeout)
+            .body(body.to_string())
+            .send()
+            .await?;
+        let bytes = self.check_status(resp).await?;
+        let r: ClientResponse<'_> = serde_json::from_slice(&bytes)
+            .map_err(|e| ClientError::InvalidResponse(e.to_string()))?;
+        if let Some(err) = r.error {
+            return Err(ClientError::A2a(A2aError::from_jsonrpc(&err)));
+        }
+        let result = r.result.map_or("null", |r| r.get());
+        serde_json::from_str(result).map_err(|e| ClientError::InvalidResponse(e.to_string()))
+    }
+
+    async fn rpc<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        params: Value,
+    ) -> Result<T, ClientError> {
+        let v = self.rpc_raw(method, params).await?;
+        serde_json::from_value(v)
+            .map_err(|e| ClientError::InvalidResponse(format!("{method:?} result: {e}")))
+    }
+
+    async fn rpc_stream(&self, method: Method, params: Value) -> Result<EventStream, ClientError> {
+        let name = method.jsonrpc_name(self.version).ok_or_else(|| {
+            ClientError::NoInterface(format!("{method:?} does not exist in A2A {}", self.version))
+        })?;
+        let body = json!({"jsonrpc": "2.0", "id": uuid::Uuid::new_v4().to_string(), "method": name, "params": params});
+        let req = self.request(reqwest::Method::POST, &self.interface.url);
+        self.log(|| format!("> {body}"));
+        let resp = req
+            .header("content-type", "application/json")
+            .header("accept", "text/event-stream")
+            .body(body.to_string())
+            .send()
+            .await?;
+        let version = self.version;
+        self.events(resp, move |data| {
+            let r: ClientResponse<'_> = serde_json::from_str(data)
+                .map_err(|e| ClientError::InvalidResponse(e.to_string()))?;
+            if let Some(err) = r.error {
+                return Err(ClientError::A2a(A2aError::from_jsonrpc(&err)));
+            }
+            let result = r.result.map_or("null", |r| r.get());
+            parse_event(version, result)
+        })
+        .await
+    }
+
+    /// Turns an SSE (or, on error, JSON) response into a stream of events.
+    async fn events(
+        &self,
+        resp: reqwest::Response,
+        parse: impl Fn(&str) -> Result<v1::StreamResponse, ClientError> + Send + 'static,
+    ) -> Result<EventStream, ClientError> {
+        let is_sse = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.starts_with("text/event-stream"));
+        if !is_sse {
+            // An error answered as a JSON-RPC response or a REST error body.
+            let bytes = self.check_status(resp).await?;
+            if let Ok(r) = serde_json::from_slice::<ClientResponse<'_>>(&bytes)
+                && let Some(err) = r.error
+            {
+                return Err(ClientError::A2a(A2aError::from_jsonrpc(&err)));
+            }
+            return Err(ClientError::InvalidResponse(
+                "expected text/event-stream".into(),
+            ));
+        }
+        let log = self.opts.wire_log.clone();
+        let mut decoder = SseDecoder::new(MAX_EVENT);
+        let stream = resp.bytes_stream().flat_map(move |chunk| {
+            let out: Vec<Result<v1::StreamResponse, ClientError>> = match chunk {
+                Err(e) => vec![Err(ClientError::Transport(format!(
+                    "stream interrupted: {}",
+                    e.without_url()
+                )))],
+                Ok(bytes) => match decoder.push(&bytes) {
+                    Err(e) => vec![Err(ClientError::InvalidResponse(e.to_string()))],
+                    Ok(datas) => datas
+                        .iter()
+                        .map(|d| {
+                            if let Some(log) = &log {
+                                log(&format!("< data: {d}"));
+                            }
+                            parse(d)
+                        })
+                        .collect(),
+                },
+            };
+            futures::stream::iter(out)
+        });
+        Ok(Box::pin(stream))
+    }
+
+    // ---- REST -------------------------------------------------------------------
+
+    fn rest_url(&self, path: &str) -> String {
+        let base = self.interface.url.trim_end_matches('/');
+        if self.interface.tenant.is_empty() {
+            format!("{base}{path}")
+        } else {
+            format!("{base}/{}{path}", self.interface.tenant)
+        }
+    }
+
+    async fn rest<T: DeserializeOwned>(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<T, ClientError> {
+        let mut req = self
+            .request(method, &self.rest_url(path))
+            .timeout(self.opts.timeout);
+        if let Some(b) = body {
+            self.log(|| format!("> {b}"));
+            req = req
+                .header("content-type", "application/json")
+                .body(b.to_string());
+        }
+        let bytes = self.check_status(req.send().await?).await?;
+        serde_json::from_slice(&bytes).map_err(|e| ClientError::InvalidResponse(e.to_string()))
+    }
+
+    async fn rest_stream(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<EventStream, ClientError> {
+        let mut req = self
+            .request(method, &self.rest_url(path))
+            .header("accept", "text/event-stream");
+        if let Some(b) = body {
+            self.log(|| format!("> {b}"));
+            req = req
+                .header("content-type", "application/json")
+                .body(b.to_string());
+        }
+        let resp = req.send().await?;
+        self.events(resp, |data| {
+            serde_json::from_str(data).map_err(|e| ClientError::InvalidResponse(e.to_string()))
+        })
+        .await
+    }
+
+    // ---- operations -------------------------------------------------------------
+
+    /// A user message with a fresh id and the given parts.
+    pub fn user_message(parts: Vec<v1::Part>) -> v1::Message {
+        v1::Message::new(uuid::Uuid::new_v4().to_string(), v1::Role::User, parts)
+    }
+
+    /// Sends one text message and waits for the answer.
+    pub async fn send_text(&self, text: &str) -> Result<SendReply, ClientError> {
+        let req = v1::SendMessageRequest {
+            message: Some(Self::user_message(vec![v1::Part::text(text)])),
+            ..Default::default()
+        };
+        self.send(req).await
+    }
+
+    /// SendMessage. Never retried: the agent may have acted on it.
+    pub async fn send(&self, mut req: v1::SendMessageRequest) -> Result<SendReply, ClientError> {
+        req.tenant.clone_from(&self.interface.tenant);
+        match (self.binding, self.version) {
+            (Binding::Rest, _) => {
+                let r: v1::SendMessageResponse = self
+                    .rest(
+                        reqwest::Method::POST,
+                        "/message:send",
+                        Some(to_value(&req)?),
+                    )
+                    .await?;
+                send_reply(r)
+            }
+            (_, ProtocolVersion::V1_0) => {
+                send_reply(self.rpc(Method::SendMessage, to_value(&req)?).await?)
+            }
+            (_, ProtocolVersion::V0_3) => {
+                let params = to_value(&v03::MessageSendParams::from_v1(&req))?;
+                let r: v03::SendResult = self.rpc(Method::SendMessage, params).await?;
+                send_reply(r.to_v1().map_err(ClientError::InvalidResponse)?)
+            }
+        }
+    }
+
+    /// SendStreamingMessage: the events of the task (or one message).
+    pub async fn send_streaming(
+        &self,
+        mut req: v1::SendMessageRequest,
+    ) -> Result<EventStream, ClientError> {
+        req.tenant.clone_from(&self.interface.tenant);
+        match (self.binding, self.version) {
+            (Binding::Rest, _) => {
+                self.rest_stream(
+                    reqwest::Method::POST,
+                    "/message:stream",
+                    Some(to_value(&req)?),
+                )
+                .await
+            }
+            (_, ProtocolVersion::V1_0) => {
+                self.rpc_stream(Method::SendStreamingMessage, to_value(&req)?)
+                    .await
+            }
+            (_, ProtocolVersion::V0_3) => {
+                self.rpc_stream(
+                    Method::SendStreamingMessage,
+                    to_value(&v03::MessageSendParams::from_v1(&req))?,
+                )
+                .await
+            }
+        }
+    }
+
+    /// GetTask.
+    pub async fn get_task(
+        &self,
+        id: &str,
+        history_length: Option<i32>,
+    ) -> Result<v1::Task, ClientError> {
+        self.retrying(|| async move {
+            match (self.binding, self.version) {
+                (Binding::Rest, _) => {
+                    let q = history_length
+                        .map(|n| format!("?historyLength={n}"))
+                        .unwrap_or_default();
+                    self.rest(
+                        reqwest::Method::GET,
+                        &format!("/tasks/{}{q}", path_segment(id)),
+                        None,
+                    )
+                    .await
+                }
+                (_, ProtocolVersion::V1_0) => {
+                    let req = v1::GetTaskRequest {
+                        tenant: self.interface.tenant.clone(),
+                        id: id.to_owned(),
+                        history_length,
+                    };
+                    self.rpc(Method::GetTask, to_value(&req)?).await
+                }
+                (_, ProtocolVersion::V0_3) => {
+                    let mut p = json!({"id": id});
+                    if let Some(n) = history_length {
+                        // v0.3 reads 0 as "all"; v1.0's "none" is the nearest it can say.
+                        p["historyLength"] = json!(n.max(1));
+                    }
+                    let t: v03::Task = self.rpc(Method::GetTask, p).await?;
+                    let mut t = t.to_v1().map_err(ClientError::InvalidResponse)?;
+                    if history_length == Some(0) {
+                        t.history.clear();
+                    }
+                    Ok(t)
+                }
+            }
+        })
+        .await
+    }
+
+    /// ListTasks (v1.0 only; v0.3 has no such method).
+    pub async fn list_tasks(
+        &self,
+        mut req: v1::ListTasksRequest,
+    ) -> Result<v1::ListTasksResponse, ClientError> {
+        req.tenant.clone_from(&self.interface.tenant);
+        let req = &req;
+        self.retrying(|| async move {
+            match (self.binding, self.version) {
+                (Binding::Rest, _) => {
+                    let mut q = Vec::new();
+                    if !req.context_id.is_empty() {
+                        q.push(format!("contextId={}", query_value(&req.context_id)));
+                    }
+                    if req.status != 0 {
+                        q.push(format!("status={}", req.status().as_str_name()));
+                    }
+                    if let Some(n) = req.page_size {
+                        q.push(format!("pageSize={n}"));
+                    }
+                    if !req.page_token.is_empty() {
+                        q.push(format!("pageToken={}", query_value(&req.page_token)));
+                    }
+                    if let Some(n) = req.history_length {
+                        q.push(format!("historyLength={n}"));
+                    }
+                    if let Some(t) = req.status_timestamp_after {
+                        q.push(format!(
+                            "statusTimestampAfter={}",
+                            query_value(&t.to_string())
+                        ));
+                    }
+                    if let Some(b) = req.include_artifacts {
+                        q.push(format!("includeArtifacts={b}"));
+                    }
+                    let qs = if q.is_empty() {
+                        String::new()
+                    } else {
+                        format!("?{}", q.join("&"))
+                    };
+                    self.rest(reqwest::Method::GET, &format!("/tasks{qs}"), None)
+                        .await
+                }
+                (_, ProtocolVersion::V1_0) => self.rpc(Method::ListTasks, to_value(req)?).await,
+                (_, ProtocolVersion::V0_3) => {
+                    Err(ClientError::NoInterface("A2A 0.3 has no ListTasks".into()))
+                }
+            }
+        })
+        .await
+    }
+
+    /// CancelTask (idempotent, so retried on transient failures).
+    pub async fn cancel_task(&self, id: &str) -> Result<v1::Task, ClientError> {
+        self.retrying(|| async move {
+            match (self.binding, self.version) {
+                (Binding::Rest, _) => {
+                    self.rest(
+                        reqwest::Method::POST,
+                        &format!("/tasks/{}:cancel", path_segment(id)),
+                        Some(json!({})),
+                    )
+                    .await
+                }
+                (_, ProtocolVersion::V1_0) => {
+                    let req = v1::CancelTaskRequest {
+                        tenant: self.interface.tenant.clone(),
+                        id: id.to_owned(),
+                        metadata: None,
+                    };
+                    self.rpc(Method::CancelTask, to_value(&req)?).await
+                }
+                (_, ProtocolVersion::V0_3) => {
+                    let t: v03::Task = self.rpc(Method::CancelTask, json!({"id": id})).await?;
+                    t.to_v1().map_err(ClientError::InvalidResponse)
+                }
+            }
+        })
+        .await
+    }
+
+    /// SubscribeToTask: the current task first, then its events. Also how a
+    /// dropped stream resumes: feed the events to a [`crate::TaskAccumulator`],
+    /// whose snapshot replaces what it had, so no chunk is counted twice.
+    pub async fn subscribe(&self, id: &str) -> Result<EventStream, ClientError> {
+        match (self.binding, self.version) {
+            (Binding::Rest, _) => {
+                self.rest_stream(
+                    reqwest::Method::POST,
+                    &format!("/tasks/{}:subscribe", path_segment(id)),
+                    None,
+                )
+                .await
+            }
+            (_, ProtocolVersion::V1_0) => {
+                let req = v1::SubscribeToTaskRequest {
+                    tenant: self.interface.tenant.clone(),
+                    id: id.to_owned(),
+                };
+                self.rpc_stream(Method::SubscribeToTask, to_value(&req)?)
+                    .await
+            }
+            (_, ProtocolVersion::V0_3) => {
+                self.rpc_stream(Method::SubscribeToTask, json!({"id": id}))
+                    .await
+            }
+        }
+    }
+
+    /// GetExtendedAgentCard.
+    pub async fn extended_card(&self) -> Result<v1::AgentCard, ClientError> {
+        match (self.binding, self.version) {
+            (Binding::Rest, _) => {
+                self.rest(reqwest::Method::GET, "/extendedAgentCard", None)
+                    .await
+            }
+            (_, ProtocolVersion::V1_0) => self.rpc(Method::GetExtendedAgentCard, json!({})).await,
+            (_, ProtocolVersion::V0_3) => {
+                let doc = self
+                    .rpc_raw(Method::GetExtendedAgentCard, json!({}))
+                    .await?;
+                heddle_core::card::parse_card(&doc).map_err(ClientError::A2a)
+            }
+        }
+    }
+}
+
+fn to_value<T: Serialize>(v: &T) -> Result<Value, ClientError> {
+    serde_json::to_value(v)
+        .map_err(|e| ClientError::InvalidResponse(format!("cannot encode the request: {e}")))
+}
+
+fn send_reply(r: v1::SendMessageResponse) -> Result<SendReply, ClientError> {
+    match r.payload {
+        Some(SendPayload::Task(t)) => Ok(SendReply::Task(t)),
+        Some(SendPayload::Message(m)) => Ok(SendReply::Message(m)),
+        None => Err(ClientError::InvalidResponse(
+            "SendMessage result holds neither a task nor a message".into(),
+        )),
+    }
+}
+
+fn parse_event(version: ProtocolVersion, result: &str) -> Result<v1::StreamResponse, ClientError> {
+    match version {
+        ProtocolVersion::V1_0 => {
+            serde_json::from_str(result).map_err(|e| ClientError::InvalidResponse(e.to_string()))
+        }
+        ProtocolVersion::V0_3 => {
+            let ev: v03::StreamEvent = serde_json::from_str(result)
+                .map_err(|e| ClientError::InvalidResponse(e.to_string()))?;
+            ev.to_v1().map_err(ClientError::InvalidResponse)
+        }
+    }
+}
+
+/// Percent-encodes a path segment (task ids are opaque).
+fn path_segment(s: &str) -> String {
+    query_value(s)
+}
+
+fn query_value(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}

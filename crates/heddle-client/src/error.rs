@@ -1,0 +1,47 @@
+use heddle_core::A2aError;
+
+/// Why a call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The agent answered with an A2A error.
+    #[error(transparent)]
+    A2a(#[from] A2aError),
+    /// The HTTP exchange failed (connection, timeout, TLS).
+    #[error("transport error: {0}")]
+    Transport(String),
+    /// The server answered with an HTTP error status and no A2A error body.
+    #[error("HTTP {status}: {message}")]
+    Http {
+        /// Status code.
+        status: u16,
+        /// What the server said (first bytes of the body), or the `WWW-Authenticate` challenge.
+        message: String,
+    },
+    /// The answer could not be read as A2A.
+    #[error("invalid response: {0}")]
+    InvalidResponse(String),
+    /// No interface on the card is one this client can use.
+    #[error("no usable interface: {0}")]
+    NoInterface(String),
+    /// The card could not be fetched or read.
+    #[error("agent card: {0}")]
+    Card(String),
+}
+
+impl From<reqwest::Error> for ClientError {
+    fn from(e: reqwest::Error) -> Self {
+        // Without the URL: it may carry an API key in its query.
+        ClientError::Transport(e.without_url().to_string())
+    }
+}
+
+impl ClientError {
+    /// Whether a retry could succeed for an idempotent call.
+    pub(crate) fn is_transient(&self) -> bool {
+        match self {
+            ClientError::Transport(_) => true,
+            ClientError::Http { status, .. } => matches!(status, 429 | 502 | 503 | 504),
+            _ => false,
+        }
+    }
+}

@@ -1,0 +1,37 @@
+//! # heddle-client
+//!
+//! Everything a caller needs to talk to any A2A agent:
+//!
+//! * discovery: the card from the well-known paths (both names), cached with
+//!   its `ETag`; v1.0, v0.3 and dual cards all read into the v1.0 model;
+//! * negotiation: the interface chosen by the caller's binding preference and
+//!   the card's order, v1.0 where offered, else v0.3 with transparent
+//!   conversion (the caller always sees v1.0 types);
+//! * transports: JSON-RPC 2.0 (v1.0 and v0.3) and HTTP+JSON (v1.0), with
+//!   streams as async [`futures::Stream`]s of typed events;
+//! * credentials: bearer tokens and API keys (placed where the card's scheme
+//!   says), never logged;
+//! * retries with jittered backoff and `Retry-After` for idempotent calls only:
+//!   a send is never retried after an ambiguous failure.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), heddle_client::ClientError> {
+//! use heddle_client::{A2aClient, ClientOptions};
+//! let client = A2aClient::discover("http://127.0.0.1:8080/api/v1/agents/echo", ClientOptions::default()).await?;
+//! let reply = client.send_text("hello").await?;
+//! println!("{reply:?}");
+//! # Ok(()) }
+//! ```
+
+mod client;
+mod credentials;
+mod discovery;
+mod error;
+
+pub use client::{A2aClient, Binding, ClientOptions, EventStream, SendReply, WireLog};
+pub use credentials::{Credentials, Secret};
+pub use discovery::{CardCache, choose_interface, fetch_card};
+pub use error::ClientError;
+pub use heddle_core::task::TaskAccumulator;
+/// The HTTP client crate, for callers that share a client.
+pub use reqwest;
