@@ -89,6 +89,14 @@ pub async fn fetch_card(
     }))
 }
 
+/// A usable interface with its sort key (binding rank, version rank, card order).
+type Candidate = (
+    (usize, u8, usize),
+    v1::AgentInterface,
+    Binding,
+    ProtocolVersion,
+);
+
 /// The interface to use: the caller's binding preference first, then the
 /// card's order; v1.0 preferred over v0.3 for the same binding unless
 /// `version` forces one.
@@ -97,12 +105,7 @@ pub fn choose_interface(
     bindings: &[Binding],
     version: Option<ProtocolVersion>,
 ) -> Result<(v1::AgentInterface, Binding, ProtocolVersion), ClientError> {
-    let mut best: Option<(
-        (usize, u8, usize),
-        v1::AgentInterface,
-        Binding,
-        ProtocolVersion,
-    )> = None;
+    let mut best: Option<Candidate> = None;
     for (i, iface) in card.supported_interfaces.iter().enumerate() {
         let Some(binding) = Binding::from_card_name(&iface.protocol_binding) else {
             continue;

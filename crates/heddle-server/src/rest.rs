@@ -93,15 +93,16 @@ fn incoming(
 }
 
 /// Requests with a body must be JSON (`application/json` or `application/a2a+json`).
-fn check_content_type(headers: &HeaderMap, body: &Bytes) -> Result<(), Response> {
+/// `Some(rejection)` when the body is not JSON.
+fn check_content_type(headers: &HeaderMap, body: &Bytes) -> Option<Response> {
     if body.is_empty() {
-        return Ok(());
+        return None;
     }
     match headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
     {
-        None => Ok(()),
+        None => None,
         Some(ct) => {
             let mime = ct
                 .split(';')
@@ -110,7 +111,7 @@ fn check_content_type(headers: &HeaderMap, body: &Bytes) -> Result<(), Response>
                 .trim()
                 .to_ascii_lowercase();
             if mime == "application/json" || mime == "application/a2a+json" {
-                Ok(())
+                None
             } else {
                 let err = A2aError::new(
                     ErrorCode::ContentTypeNotSupported,
@@ -120,7 +121,7 @@ fn check_content_type(headers: &HeaderMap, body: &Bytes) -> Result<(), Response>
                 );
                 let mut resp = error(&err);
                 *resp.status_mut() = StatusCode::UNSUPPORTED_MEDIA_TYPE;
-                Err(resp)
+                Some(resp)
             }
         }
     }
@@ -218,7 +219,7 @@ async fn send(
     caller: Option<axum::Extension<Caller>>,
     body: Bytes,
 ) -> Response {
-    if let Err(r) = check_content_type(&headers, &body) {
+    if let Some(r) = check_content_type(&headers, &body) {
         return r;
     }
     let inc = incoming(
@@ -240,7 +241,7 @@ async fn stream(
     caller: Option<axum::Extension<Caller>>,
     body: Bytes,
 ) -> Response {
-    if let Err(r) = check_content_type(&headers, &body) {
+    if let Some(r) = check_content_type(&headers, &body) {
         return r;
     }
     let inc = incoming(
@@ -411,7 +412,7 @@ async fn task_route(
     caller: Option<axum::Extension<Caller>>,
     body: Bytes,
 ) -> Response {
-    if let Err(r) = check_content_type(&headers, &body) {
+    if let Some(r) = check_content_type(&headers, &body) {
         return r;
     }
     let rest = params.rest.unwrap_or_default();
@@ -499,9 +500,7 @@ async fn task_route(
                 task_id: task_id.to_owned(),
                 id: id.to_owned(),
             });
-            return match run_delete(inc, call).await {
-                Ok(r) | Err(r) => r,
-            };
+            return run_delete(inc, call).await;
         }
         _ => return not_found(),
     };
@@ -509,10 +508,15 @@ async fn task_route(
 }
 
 /// DELETE answers `{}` (google.protobuf.Empty) on success.
-async fn run_delete(inc: Incoming, call: Call) -> Result<Response, Response> {
-    let cx = inc.cx.map_err(|e| error(&e))?;
-    inc.handler.handle(cx, call).await.map_err(|e| error(&e))?;
-    Ok(json(StatusCode::OK, &serde_json::json!({})))
+async fn run_delete(inc: Incoming, call: Call) -> Response {
+    let cx = match inc.cx {
+        Ok(cx) => cx,
+        Err(e) => return error(&e),
+    };
+    match inc.handler.handle(cx, call).await {
+        Ok(_) => json(StatusCode::OK, &serde_json::json!({})),
+        Err(e) => error(&e),
+    }
 }
 
 #[cfg(test)]
