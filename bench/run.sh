@@ -34,8 +34,8 @@ rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # user + system, in clock ticks
 
 start floor 19090 $R/heddle-bench-floor 127.0.0.1:19090
-start memory 19191 $R/heddle serve --store memory --listen 127.0.0.1:19191
-start sqlite 19192 $R/heddle serve --store "sqlite:$work/bench.db" --listen 127.0.0.1:19192
+start memory 19191 $R/heddle serve --store memory --listen 127.0.0.1:19191 --grpc-listen 127.0.0.1:0
+start sqlite 19192 $R/heddle serve --store "sqlite:$work/bench.db" --listen 127.0.0.1:19192 --grpc-listen 127.0.0.1:0
 
 declare -A url=(
   [floor]=http://127.0.0.1:19090/
@@ -56,7 +56,7 @@ done
 
 mem_lines=""
 if [ "$MILLION" = 1 ]; then
-  start mem1m 19193 $R/heddle serve --store memory --listen 127.0.0.1:19193
+  start mem1m 19193 $R/heddle serve --store memory --listen 127.0.0.1:19193 --grpc-listen 127.0.0.1:0
   idle=$(rss_kb "$pid_mem1m")
   taskset -c "$LOAD_CPU" $R/heddle-bench-loadgen http://127.0.0.1:19193/api/v1/agents/echo/a2a 64 100000r >/dev/null
   at100k=$(rss_kb "$pid_mem1m")

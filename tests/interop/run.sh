@@ -31,7 +31,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-"$HEDDLE_BIN" serve --store memory --listen "127.0.0.1:$port" >"$log" 2>&1 &
+"$HEDDLE_BIN" serve --store memory --listen "127.0.0.1:$port" --grpc-listen 127.0.0.1:0 >"$log" 2>&1 &
 server_pid=$!
 
 base="http://127.0.0.1:$port/api/v1/agents"

@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
-# Installs the pinned official A2A SDK clients for the interop tests:
+# Installs the pinned official A2A SDKs (clients and servers) for the interop tests:
 #   tests/interop/.venv          python3 -m venv + pip install -r python/requirements.txt
+#                                -r python/server-requirements.txt
 #   tests/interop/node_modules   npm ci from package.json + package-lock.json
-# Idempotent: each install is skipped while its stamp matches its pin file.
+# Idempotent: each install is skipped while its stamp matches its pin files.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE"
 
 venv="$HERE/.venv"
 req="$HERE/python/requirements.txt"
-if [ -x "$venv/bin/python" ] && cmp -s "$req" "$venv/.interop-requirements"; then
+server_req="$HERE/python/server-requirements.txt"
+pins="$(cat "$req" "$server_req")"
+if [ -x "$venv/bin/python" ] && [ -f "$venv/.interop-requirements" ] &&
+   [ "$pins" = "$(cat "$venv/.interop-requirements")" ]; then
   echo "setup: python venv up to date"
 else
   echo "setup: creating $venv"
   rm -rf "$venv"
   python3 -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-    --no-input -r "$req"
-  cp "$req" "$venv/.interop-requirements"
+    --no-input -r "$req" -r "$server_req"
+  printf '%s\n' "$pins" >"$venv/.interop-requirements"
 fi
 
 lock="$HERE/package-lock.json"

@@ -32,24 +32,29 @@ pub struct ServeArgs {
     /// Most streams open at once.
     #[arg(long, default_value_t = 10_000)]
     max_streams: usize,
-    /// Protocol bindings to serve, comma-separated: `jsonrpc`, `rest`.
-    #[arg(long, value_delimiter = ',', default_value = "jsonrpc,rest")]
+    /// Protocol bindings to serve, comma-separated: `jsonrpc`, `rest`, `grpc`.
+    #[arg(long, value_delimiter = ',', default_value = "jsonrpc,rest,grpc")]
     bindings: Vec<String>,
+    /// Address of the gRPC listener (every agent behind it, told apart by tenant = agent id).
+    #[arg(long, default_value = "127.0.0.1:50051")]
+    grpc_listen: SocketAddr,
 }
 
 fn bindings(names: &[String]) -> anyhow::Result<Bindings> {
     let mut b = Bindings {
         jsonrpc: false,
         rest: false,
+        grpc: false,
     };
     for n in names {
         match n.trim() {
             "jsonrpc" => b.jsonrpc = true,
             "rest" => b.rest = true,
-            other => bail!("unknown binding {other:?}: use jsonrpc and/or rest"),
+            "grpc" => b.grpc = true,
+            other => bail!("unknown binding {other:?}: use jsonrpc, rest and/or grpc"),
         }
     }
-    if !(b.jsonrpc || b.rest) {
+    if !(b.jsonrpc || b.rest || b.grpc) {
         bail!("enable at least one binding");
     }
     Ok(b)
@@ -95,6 +100,24 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding {}", args.listen))?;
     let local = listener.local_addr()?;
+    let grpc_listener = if bindings.grpc {
+        Some(
+            tokio::net::TcpListener::bind(args.grpc_listen)
+                .await
+                .with_context(|| {
+                    format!(
+                        "binding the gRPC listener {} (--grpc-listen)",
+                        args.grpc_listen
+                    )
+                })?,
+        )
+    } else {
+        None
+    };
+    let grpc_addr = grpc_listener
+        .as_ref()
+        .map(tokio::net::TcpListener::local_addr)
+        .transpose()?;
     let public_url = args
         .public_url
         .clone()
@@ -105,14 +128,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         max_streams: args.max_streams,
         ..Limits::default()
     };
-    let hub = with_demo_agents(
-        Hub::builder(&public_url, store)
-            .limits(limits)
-            .bindings(bindings),
-    )
-    .default_agent(&args.default_agent)
-    .build()
-    .await;
+    let mut builder = Hub::builder(&public_url, store)
+        .limits(limits)
+        .bindings(bindings);
+    if let Some(addr) = grpc_addr {
+        builder = builder.grpc_url(addr.to_string());
+    }
+    let hub = with_demo_agents(builder)
+        .default_agent(&args.default_agent)
+        .build()
+        .await;
     if hub.agent(&args.default_agent).is_none() {
         bail!(
             "no agent named {:?}; the agents are: {}",
@@ -138,9 +163,32 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         "  default card   {public_url}/.well-known/agent-card.json ({})",
         args.default_agent
     );
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown())
-        .await?;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    let http = axum::serve(listener, app).with_graceful_shutdown(stopped(stop_rx.clone()));
+    let grpc = async {
+        match (grpc_listener, hub.grpc_routes()) {
+            (Some(l), Some(routes)) => {
+                println!(
+                    "  gRPC           {} (tenant = agent id)",
+                    grpc_addr.map(|a| a.to_string()).unwrap_or_default()
+                );
+                axum::serve(l, routes.into_axum_router())
+                    .with_graceful_shutdown(stopped(stop_rx.clone()))
+                    .await
+            }
+            _ => Ok(()),
+        }
+    };
+    let signal = async {
+        shutdown().await;
+        let _ = stop_tx.send(true);
+    };
+    let (http, grpc, ()) = tokio::join!(http, grpc, signal);
+    http?;
+    grpc?;
     Ok(())
 }
 

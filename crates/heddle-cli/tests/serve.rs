@@ -23,7 +23,15 @@ impl Drop for Server {
 
 fn serve(store: &str) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_heddle"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--store", store])
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--grpc-listen",
+            "127.0.0.1:0",
+            "--store",
+            store,
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

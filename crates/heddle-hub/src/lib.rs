@@ -9,6 +9,13 @@
 //! GET  /.well-known/agent-card.json                     the default agent's card
 //! ```
 //!
+//! With the `grpc` feature (default), [`Hub::grpc_routes`] gives every agent
+//! over gRPC (v1.0 `lf.a2a.v1` and v0.3 `a2a.v1`) for a listener of its own,
+//! the tenant being the agent id; [`HubBuilder::grpc_url`] puts that listener
+//! in the cards. v0.3 gRPC requests carry no tenant: they reach the agent named
+//! by the `a2a-tenant` metadata, else the default agent (see
+//! `heddle_server::grpc`).
+//!
 //! The hub is built only on the public API of `heddle-server`: each agent is
 //! a [`heddle_server::RequestHandler`] with its own card, mounted with
 //! [`heddle_server::AgentRoutes`]. The demo agents live in [`agents`].
@@ -76,6 +83,9 @@ pub struct Bindings {
     pub jsonrpc: bool,
     /// HTTP+JSON at `…/{agentId}/rest`, v1.0.
     pub rest: bool,
+    /// gRPC, v1.0 and v0.3, on its own listener ([`Hub::grpc_routes`]); the
+    /// cards list it only when [`HubBuilder::grpc_url`] says where that is.
+    pub grpc: bool,
 }
 
 impl Default for Bindings {
@@ -83,6 +93,7 @@ impl Default for Bindings {
         Self {
             jsonrpc: true,
             rest: true,
+            grpc: true,
         }
     }
 }
@@ -94,14 +105,25 @@ pub struct Hub {
     agents: Vec<HostedAgent>,
     default_agent: Option<String>,
     bindings: Bindings,
+    #[cfg(feature = "grpc")]
+    grpc: Option<tonic::service::Routes>,
+}
+
+/// An agent added to a [`HubBuilder`], made into a handler at build time so
+/// its card lists whatever bindings and URLs the builder ends up with.
+struct PendingAgent {
+    id: String,
+    profile: AgentProfile,
+    executor: Arc<dyn AgentExecutor>,
 }
 
 /// Builds a [`Hub`].
 pub struct HubBuilder {
     public_url: String,
+    grpc_url: Option<String>,
     store: Arc<dyn TaskStore>,
     limits: Limits,
-    agents: Vec<HostedAgent>,
+    agents: Vec<PendingAgent>,
     default_agent: Option<String>,
     bindings: Bindings,
 }
@@ -111,6 +133,7 @@ impl Hub {
     pub fn builder(public_url: impl Into<String>, store: Arc<dyn TaskStore>) -> HubBuilder {
         HubBuilder {
             public_url: public_url.into().trim_end_matches('/').to_owned(),
+            grpc_url: None,
             store,
             limits: Limits::default(),
             agents: Vec::new(),
@@ -132,6 +155,30 @@ impl Hub {
     /// Base URL of an agent.
     pub fn agent_url(public_url: &str, id: &str) -> String {
         format!("{public_url}/api/v1/agents/{id}")
+    }
+
+    /// The gRPC services of every agent (tenant = agent id; requests with no
+    /// tenant go to the default agent, or the only one), with health and
+    /// reflection, to serve on a listener of their own (for example
+    /// `axum::serve(listener, routes.into_axum_router())`). `None` when the
+    /// gRPC binding is off.
+    #[cfg(feature = "grpc")]
+    pub fn grpc_routes(&self) -> Option<tonic::service::Routes> {
+        self.grpc.clone()
+    }
+
+    /// Every agent behind one [`heddle_server::grpc::GrpcRouter`], for callers
+    /// who compose their own gRPC server.
+    #[cfg(feature = "grpc")]
+    pub fn grpc_router(&self) -> heddle_server::grpc::GrpcRouter {
+        let mut router = heddle_server::grpc::GrpcRouter::new();
+        for a in &self.agents {
+            router = router.agent(a.handler.clone());
+        }
+        match &self.default_agent {
+            Some(id) => router.default_agent(id.clone()),
+            None => router,
+        }
     }
 
     /// The hub's routes.
@@ -184,10 +231,19 @@ impl HubBuilder {
         self
     }
 
-    /// The bindings to serve (add agents after setting this: their cards list them).
+    /// The bindings to serve; the cards list them.
     #[must_use]
     pub fn bindings(mut self, bindings: Bindings) -> Self {
         self.bindings = bindings;
+        self
+    }
+
+    /// Where callers reach the gRPC listener, `host:port` (or
+    /// `http://host:port`). The gRPC address is not the HTTP public URL, so
+    /// without this the cards list no gRPC interface.
+    #[must_use]
+    pub fn grpc_url(mut self, url: impl Into<String>) -> Self {
+        self.grpc_url = Some(url.into());
         self
     }
 
@@ -198,7 +254,7 @@ impl HubBuilder {
         self
     }
 
-    /// Adds an agent; the card gets the hub's interface URLs.
+    /// Adds an agent; at build time its card gets the hub's interface URLs.
     #[must_use]
     pub fn agent(
         mut self,
@@ -206,19 +262,39 @@ impl HubBuilder {
         profile: AgentProfile,
         executor: Arc<dyn AgentExecutor>,
     ) -> Self {
-        let card = card_for(&self.public_url, id, &profile, self.bindings);
-        let handler =
-            RequestHandler::new(id, card, executor, self.store.clone(), self.limits.clone());
-        self.agents.push(HostedAgent {
+        self.agents.push(PendingAgent {
             id: id.to_owned(),
-            handler,
+            profile,
+            executor,
         });
         self
     }
 
     /// Finishes the hub. Fails tasks a previous process left running (once, for the shared store).
     pub async fn build(self) -> Hub {
-        if let Some(first) = self.agents.first() {
+        let grpc_url = self.grpc_url.as_deref();
+        let agents: Vec<HostedAgent> = self
+            .agents
+            .into_iter()
+            .map(|a| {
+                let card = card_for_endpoints(
+                    &self.public_url,
+                    grpc_url,
+                    &a.id,
+                    &a.profile,
+                    self.bindings,
+                );
+                let handler = RequestHandler::new(
+                    a.id.clone(),
+                    card,
+                    a.executor,
+                    self.store.clone(),
+                    self.limits.clone(),
+                );
+                HostedAgent { id: a.id, handler }
+            })
+            .collect();
+        if let Some(first) = agents.first() {
             match first.handler.recover().await {
                 Ok(0) => {}
                 Ok(n) => tracing::warn!(
@@ -228,24 +304,65 @@ impl HubBuilder {
                 Err(e) => tracing::error!(error = %e, "could not recover interrupted tasks"),
             }
         }
-        Hub {
+        #[allow(unused_mut)] // assigned only with the grpc feature
+        let mut hub = Hub {
             public_url: self.public_url,
-            agents: self.agents,
+            agents,
             default_agent: self.default_agent,
             bindings: self.bindings,
+            #[cfg(feature = "grpc")]
+            grpc: None,
+        };
+        #[cfg(feature = "grpc")]
+        if hub.bindings.grpc {
+            hub.grpc = Some(hub.grpc_router().routes().await);
         }
+        hub
     }
 }
 
-/// The card of an agent hosted at `public_url`, listing each enabled binding
-/// in order of preference: JSON-RPC v1.0, HTTP+JSON v1.0, then JSON-RPC v0.3
-/// (same URL as v1.0; the version header tells them apart).
+/// The card of an agent hosted at `public_url` with no gRPC address (see
+/// [`card_for_endpoints`]).
 pub fn card_for(public_url: &str, id: &str, p: &AgentProfile, bindings: Bindings) -> v1::AgentCard {
+    card_for_endpoints(public_url, None, id, p, bindings)
+}
+
+/// The gRPC listener's address as v1.0 and v0.3 callers want it: bare
+/// `host:port` (v1.0 suites dial it as is) and `http://host:port` (v0.3
+/// clients parse a URL). A given scheme is kept for v0.3.
+fn grpc_addresses(url: &str) -> (String, String) {
+    let url = url.trim().trim_end_matches('/');
+    match url.split_once("://") {
+        Some((_, bare)) => (bare.to_owned(), url.to_owned()),
+        None => (url.to_owned(), format!("http://{url}")),
+    }
+}
+
+/// The card of an agent hosted at `public_url` (HTTP bindings) and
+/// `grpc_url` (gRPC, when given), listing each enabled binding in order of
+/// preference: JSON-RPC v1.0, HTTP+JSON v1.0, gRPC v1.0, then JSON-RPC v0.3
+/// (same URL as v1.0; the version header tells them apart) and gRPC v0.3.
+/// gRPC interfaces carry the agent id as `tenant`, since one listener serves
+/// every agent.
+pub fn card_for_endpoints(
+    public_url: &str,
+    grpc_url: Option<&str>,
+    id: &str,
+    p: &AgentProfile,
+    bindings: Bindings,
+) -> v1::AgentCard {
     let base = Hub::agent_url(public_url, id);
     let iface = |path: &str, binding: &str, version: &str| v1::AgentInterface {
         url: format!("{base}{path}"),
         protocol_binding: binding.into(),
         tenant: String::new(),
+        protocol_version: version.into(),
+    };
+    let grpc = grpc_url.filter(|_| bindings.grpc).map(grpc_addresses);
+    let grpc_iface = |url: &str, version: &str| v1::AgentInterface {
+        url: url.to_owned(),
+        protocol_binding: "GRPC".into(),
+        tenant: id.to_owned(),
         protocol_version: version.into(),
     };
     let mut interfaces = Vec::new();
@@ -255,8 +372,14 @@ pub fn card_for(public_url: &str, id: &str, p: &AgentProfile, bindings: Bindings
     if bindings.rest {
         interfaces.push(iface("/rest", "HTTP+JSON", "1.0"));
     }
+    if let Some((bare, _)) = &grpc {
+        interfaces.push(grpc_iface(bare, "1.0"));
+    }
     if bindings.jsonrpc {
         interfaces.push(iface("/a2a", "JSONRPC", "0.3"));
+    }
+    if let Some((_, with_scheme)) = &grpc {
+        interfaces.push(grpc_iface(with_scheme, "0.3"));
     }
     v1::AgentCard {
         name: p.name.clone(),

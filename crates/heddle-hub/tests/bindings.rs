@@ -1,22 +1,33 @@
 //! One table of behaviour cases, driven over every binding and version by the
 //! same code: each [`Wire`] only knows how to phrase an operation and how to
-//! read the answer back into the v1.0 model.
+//! read the answer back into the v1.0 model. The HTTP bindings are called in
+//! process; gRPC goes over a real TCP listener with the generated clients.
 
-use std::{sync::Arc, time::Duration};
+use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use axum::{
     Router,
     body::Body,
     http::{Method, Request, header},
 };
-use heddle_core::{compat::v03, v1};
+use heddle_core::{
+    A2aError,
+    compat::{v03, v03_proto as conv},
+    rpc, v1, v03_proto as pb,
+};
 use heddle_hub::{
     AgentProfile, Hub,
     agents::{Conformance, Echo, Writer, WriterStream},
 };
+use heddle_proto::{
+    v1::a2a_service_client::A2aServiceClient as V1Client,
+    v03::a2a_service_client::A2aServiceClient as V03Client,
+};
 use heddle_store::MemoryStore;
 use http_body_util::BodyExt;
+use prost::Message as _;
 use serde_json::{Value, json};
+use tonic::transport::Channel;
 use tower::ServiceExt;
 
 /// The ways a caller can reach an agent.
@@ -25,16 +36,36 @@ enum Wire {
     JsonRpcV1,
     JsonRpcV03,
     RestV1,
+    GrpcV1,
+    GrpcV03,
 }
 
-const WIRES: [Wire; 3] = [Wire::JsonRpcV1, Wire::JsonRpcV03, Wire::RestV1];
+const WIRES: [Wire; 5] = [
+    Wire::JsonRpcV1,
+    Wire::JsonRpcV03,
+    Wire::RestV1,
+    Wire::GrpcV1,
+    Wire::GrpcV03,
+];
 
 /// An A2A error as any binding reports it: the A2A error name.
 #[derive(Debug, PartialEq, Eq)]
 struct Failure(String);
 
-async fn app() -> Router {
-    Hub::builder("http://test.local", Arc::new(MemoryStore::default()))
+/// The hub's HTTP router, and a channel to its gRPC listener.
+struct App {
+    router: Router,
+    grpc: Channel,
+    grpc_addr: SocketAddr,
+}
+
+async fn app() -> App {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let grpc_addr = listener.local_addr().expect("addr");
+    let hub = Hub::builder("http://test.local", Arc::new(MemoryStore::default()))
+        .grpc_url(grpc_addr.to_string())
         .agent(
             "echo",
             AgentProfile::new("echo", "Echo", "echo", &["t"]),
@@ -61,8 +92,17 @@ async fn app() -> Router {
             }),
         )
         .build()
-        .await
-        .router()
+        .await;
+    let routes = hub.grpc_routes().expect("gRPC is on by default");
+    tokio::spawn(async move { axum::serve(listener, routes.into_axum_router()).await });
+    let grpc = Channel::from_shared(format!("http://{grpc_addr}"))
+        .expect("uri")
+        .connect_lazy();
+    App {
+        router: hub.router(),
+        grpc,
+        grpc_addr,
+    }
 }
 
 async fn http(
@@ -112,6 +152,34 @@ fn reason_of_jsonrpc(err: &Value) -> Failure {
     )
 }
 
+/// The A2A error name in a gRPC status's `google.rpc.Status` details.
+fn reason_of_grpc(s: &tonic::Status) -> Failure {
+    let status = rpc::Status::decode(s.details()).unwrap_or(rpc::Status {
+        code: s.code() as i32,
+        message: s.message().to_owned(),
+        details: Vec::new(),
+    });
+    Failure(
+        A2aError::from_grpc_status(&status)
+            .code
+            .spec()
+            .reason
+            .to_owned(),
+    )
+}
+
+/// The `ErrorInfo` of a gRPC status, as (reason, domain).
+fn error_info_of_grpc(s: &tonic::Status) -> (String, String) {
+    let status = rpc::Status::decode(s.details()).expect("status details");
+    let info = status
+        .details
+        .iter()
+        .find(|a| a.type_url == rpc::ERROR_INFO_TYPE)
+        .map(|a| rpc::ErrorInfo::decode(a.value.as_slice()).expect("error info"))
+        .expect("an ErrorInfo");
+    (info.reason, info.domain)
+}
+
 fn reason_of_rest(body: &[u8]) -> Failure {
     let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     let reason = v["error"]["details"]
@@ -124,14 +192,38 @@ fn reason_of_rest(body: &[u8]) -> Failure {
 impl Wire {
     fn version(self) -> Option<&'static str> {
         match self {
-            Wire::JsonRpcV03 => None,
+            Wire::JsonRpcV03 | Wire::GrpcV03 => None,
             _ => Some("1.0"),
         }
     }
 
+    fn is_v03(self) -> bool {
+        matches!(self, Wire::JsonRpcV03 | Wire::GrpcV03)
+    }
+
+    /// A gRPC request: v1.0 names its version; v0.3 names the agent in metadata.
+    fn grpc_request<T>(self, agent: &str, message: T) -> tonic::Request<T> {
+        let mut r = tonic::Request::new(message);
+        let (key, value) = match self {
+            Wire::GrpcV03 => ("a2a-tenant", agent),
+            _ => ("a2a-version", "1.0"),
+        };
+        r.metadata_mut()
+            .insert(key, value.parse().expect("metadata value"));
+        r
+    }
+
+    fn v1_client(app: &App) -> V1Client<Channel> {
+        V1Client::new(app.grpc.clone())
+    }
+
+    fn v03_client(app: &App) -> V03Client<Channel> {
+        V03Client::new(app.grpc.clone())
+    }
+
     async fn rpc(
         self,
-        app: &Router,
+        app: &App,
         agent: &str,
         v1_method: &str,
         v03_method: &str,
@@ -143,7 +235,7 @@ impl Wire {
             v1_method
         };
         let (_, body) = http(
-            app,
+            &app.router,
             Method::POST,
             &format!("/api/v1/agents/{agent}/a2a"),
             self.version(),
@@ -159,14 +251,14 @@ impl Wire {
 
     async fn rest(
         self,
-        app: &Router,
+        app: &App,
         method: Method,
         agent: &str,
         path: &str,
         body: Option<Value>,
     ) -> Result<Value, Failure> {
         let (status, bytes) = http(
-            app,
+            &app.router,
             method,
             &format!("/api/v1/agents/{agent}/rest{path}"),
             self.version(),
@@ -180,7 +272,8 @@ impl Wire {
         }
     }
 
-    /// The message as this wire spells it.
+    /// The message as this wire spells it (gRPC wires: the v1.0 JSON, turned
+    /// into protobuf when sent).
     fn message(self, id: &str, text: &str, task_id: Option<&str>) -> Value {
         let mut m = match self {
             Wire::JsonRpcV03 => {
@@ -218,11 +311,44 @@ impl Wire {
 
     async fn send(
         self,
-        app: &Router,
+        app: &App,
         agent: &str,
         message: Value,
         non_blocking: bool,
     ) -> Result<v1::Task, Failure> {
+        let grpc_send = |tenant: &str| v1::SendMessageRequest {
+            tenant: tenant.to_owned(),
+            message: Some(serde_json::from_value(message.clone()).expect("v1 message")),
+            configuration: Some(v1::SendMessageConfiguration {
+                return_immediately: non_blocking,
+                ..Default::default()
+            }),
+            metadata: None,
+        };
+        let sent = match self {
+            Wire::GrpcV1 => Some(
+                Self::v1_client(app)
+                    .send_message(self.grpc_request(agent, grpc_send(agent)))
+                    .await
+                    .map(|r| r.into_inner()),
+            ),
+            Wire::GrpcV03 => Some(
+                Self::v03_client(app)
+                    .send_message(
+                        self.grpc_request(agent, conv::send_request_from_v1(&grpc_send(""))),
+                    )
+                    .await
+                    .map(|r| conv::send_response_to_v1(&r.into_inner())),
+            ),
+            _ => None,
+        };
+        if let Some(sent) = sent {
+            use v1::send_message_response::Payload;
+            return match sent.map_err(|s| reason_of_grpc(&s))?.payload {
+                Some(Payload::Task(t)) => Ok(t),
+                other => panic!("{self:?}: expected a task, got {other:?}"),
+            };
+        }
         let config = match self {
             Wire::JsonRpcV03 => json!({"blocking": !non_blocking}),
             _ => json!({"returnImmediately": non_blocking}),
@@ -246,12 +372,35 @@ impl Wire {
 
     async fn get(
         self,
-        app: &Router,
+        app: &App,
         agent: &str,
         id: &str,
         history: Option<i32>,
     ) -> Result<v1::Task, Failure> {
         let r = match self {
+            Wire::GrpcV1 => {
+                let req = v1::GetTaskRequest {
+                    tenant: agent.into(),
+                    id: id.into(),
+                    history_length: history,
+                };
+                return Self::v1_client(app)
+                    .get_task(self.grpc_request(agent, req))
+                    .await
+                    .map(tonic::Response::into_inner)
+                    .map_err(|s| reason_of_grpc(&s));
+            }
+            Wire::GrpcV03 => {
+                let req = pb::GetTaskRequest {
+                    name: conv::task_name(id),
+                    history_length: history.unwrap_or(0),
+                };
+                return Self::v03_client(app)
+                    .get_task(self.grpc_request(agent, req))
+                    .await
+                    .map(|r| conv::task_to_v1(&r.into_inner()))
+                    .map_err(|s| reason_of_grpc(&s));
+            }
             Wire::RestV1 => {
                 let q = history
                     .map(|h| format!("?historyLength={h}"))
@@ -270,8 +419,30 @@ impl Wire {
         Ok(self.task(&r))
     }
 
-    async fn cancel(self, app: &Router, agent: &str, id: &str) -> Result<v1::Task, Failure> {
+    async fn cancel(self, app: &App, agent: &str, id: &str) -> Result<v1::Task, Failure> {
         let r = match self {
+            Wire::GrpcV1 => {
+                let req = v1::CancelTaskRequest {
+                    tenant: agent.into(),
+                    id: id.into(),
+                    metadata: None,
+                };
+                return Self::v1_client(app)
+                    .cancel_task(self.grpc_request(agent, req))
+                    .await
+                    .map(tonic::Response::into_inner)
+                    .map_err(|s| reason_of_grpc(&s));
+            }
+            Wire::GrpcV03 => {
+                let req = pb::CancelTaskRequest {
+                    name: conv::task_name(id),
+                };
+                return Self::v03_client(app)
+                    .cancel_task(self.grpc_request(agent, req))
+                    .await
+                    .map(|r| conv::task_to_v1(&r.into_inner()))
+                    .map_err(|s| reason_of_grpc(&s));
+            }
             // `%3A` for the colon, as some clients send it.
             Wire::RestV1 => {
                 self.rest(
@@ -291,7 +462,52 @@ impl Wire {
         Ok(self.task(&r))
     }
 
-    async fn stream(self, app: &Router, agent: &str, message: Value) -> Vec<v1::StreamResponse> {
+    async fn stream(self, app: &App, agent: &str, message: Value) -> Vec<v1::StreamResponse> {
+        let req = || v1::SendMessageRequest {
+            tenant: agent.into(),
+            message: Some(serde_json::from_value(message.clone()).expect("v1 message")),
+            ..Default::default()
+        };
+        let mut events = Vec::new();
+        match self {
+            Wire::GrpcV1 => {
+                let mut s = Self::v1_client(app)
+                    .send_streaming_message(self.grpc_request(agent, req()))
+                    .await
+                    .expect("stream")
+                    .into_inner();
+                while let Some(e) = s.message().await.expect("event") {
+                    events.push(e);
+                }
+                return events;
+            }
+            Wire::GrpcV03 => {
+                let req = conv::send_request_from_v1(&req());
+                let mut s = Self::v03_client(app)
+                    .send_streaming_message(self.grpc_request(agent, req))
+                    .await
+                    .expect("stream")
+                    .into_inner();
+                let mut finals = Vec::new();
+                while let Some(e) = s.message().await.expect("event") {
+                    if let Some(pb::stream_response::Payload::StatusUpdate(u)) = &e.payload {
+                        finals.push(u.r#final);
+                    }
+                    events.push(conv::stream_response_to_v1(&e));
+                }
+                assert_eq!(
+                    finals.last(),
+                    Some(&true),
+                    "v0.3 marks the last status final"
+                );
+                assert!(
+                    finals.iter().rev().skip(1).all(|f| !f),
+                    "only the last is final"
+                );
+                return events;
+            }
+            _ => {}
+        }
         let (uri, body) = match self {
             Wire::RestV1 => (
                 format!("/api/v1/agents/{agent}/rest/message:stream"),
@@ -305,8 +521,9 @@ impl Wire {
                 format!("/api/v1/agents/{agent}/a2a"),
                 json!({"jsonrpc": "2.0", "id": 1, "method": "message/stream", "params": {"message": message}}),
             ),
+            Wire::GrpcV1 | Wire::GrpcV03 => unreachable!("answered above"),
         };
-        let (_, bytes) = http(app, Method::POST, &uri, self.version(), Some(body)).await;
+        let (_, bytes) = http(&app.router, Method::POST, &uri, self.version(), Some(body)).await;
         sse_data(&bytes)
             .iter()
             .map(|d| match self {
@@ -433,7 +650,7 @@ async fn get_truncates_history_on_every_wire() {
 async fn cancel_behaves_alike_on_every_wire() {
     let app = app().await;
     for w in WIRES {
-        let id_prefix = if w == Wire::JsonRpcV03 {
+        let id_prefix = if w.is_v03() {
             "any"
         } else {
             "test-resubscribe-message-id"
@@ -464,17 +681,33 @@ async fn cancel_behaves_alike_on_every_wire() {
 #[tokio::test]
 async fn list_pages_alike_on_the_v1_wires() {
     let app = app().await;
-    for w in [Wire::JsonRpcV1, Wire::RestV1] {
+    for w in [Wire::JsonRpcV1, Wire::RestV1, Wire::GrpcV1] {
         for i in 0..3 {
             w.send(&app, "echo", w.message(&format!("l{i}"), "x", None), false)
                 .await
                 .expect("send");
         }
+        let grpc_list = |page_size: i32| {
+            let req = v1::ListTasksRequest {
+                tenant: "echo".into(),
+                page_size: Some(page_size),
+                ..Default::default()
+            };
+            let mut client = Wire::v1_client(&app);
+            async move {
+                client
+                    .list_tasks(w.grpc_request("echo", req))
+                    .await
+                    .map(|r| serde_json::to_value(r.into_inner()).expect("json"))
+                    .map_err(|s| reason_of_grpc(&s))
+            }
+        };
         let page = match w {
             Wire::RestV1 => {
                 w.rest(&app, Method::GET, "echo", "/tasks?pageSize=2", None)
                     .await
             }
+            Wire::GrpcV1 => grpc_list(2).await,
             _ => {
                 w.rpc(&app, "echo", "ListTasks", "", json!({"pageSize": 2}))
                     .await
@@ -493,6 +726,7 @@ async fn list_pages_alike_on_the_v1_wires() {
                 w.rest(&app, Method::GET, "echo", "/tasks?pageSize=0", None)
                     .await
             }
+            Wire::GrpcV1 => grpc_list(0).await,
             _ => {
                 w.rpc(&app, "echo", "ListTasks", "", json!({"pageSize": 0}))
                     .await
@@ -510,7 +744,7 @@ async fn list_pages_alike_on_the_v1_wires() {
 async fn rest_speaks_http_statuses_and_google_rpc_status() {
     let app = app().await;
     let (status, body) = http(
-        &app,
+        &app.router,
         Method::GET,
         "/api/v1/agents/echo/rest/tasks/nope",
         Some("1.0"),
@@ -525,9 +759,17 @@ async fn rest_speaks_http_statuses_and_google_rpc_status() {
         .header(header::CONTENT_TYPE, "text/plain")
         .body(Body::from("hi"))
         .expect("req");
-    assert_eq!(app.clone().oneshot(req).await.expect("resp").status(), 415);
+    assert_eq!(
+        app.router
+            .clone()
+            .oneshot(req)
+            .await
+            .expect("resp")
+            .status(),
+        415
+    );
     let (status, _) = http(
-        &app,
+        &app.router,
         Method::GET,
         "/api/v1/agents/echo/rest/tasks/x",
         Some("99.0"),
@@ -536,7 +778,7 @@ async fn rest_speaks_http_statuses_and_google_rpc_status() {
     .await;
     assert_eq!(status, 400, "unsupported version");
     let (status, body) = http(
-        &app,
+        &app.router,
         Method::POST,
         "/api/v1/agents/echo/rest/tasks/x/pushNotificationConfigs",
         Some("1.0"),
@@ -553,7 +795,7 @@ async fn rest_speaks_http_statuses_and_google_rpc_status() {
         .await
         .expect("send");
     let (status, _) = http(
-        &app,
+        &app.router,
         Method::GET,
         &format!("/api/v1/agents/echo/rest/echo/tasks/{}", t.id),
         Some("1.0"),
@@ -563,7 +805,7 @@ async fn rest_speaks_http_statuses_and_google_rpc_status() {
     assert_eq!(status, 200);
     // The card lists the REST interface.
     let (_, card) = http(
-        &app,
+        &app.router,
         Method::GET,
         "/api/v1/agents/echo/.well-known/agent-card.json",
         None,
@@ -577,5 +819,251 @@ async fn rest_speaks_http_statuses_and_google_rpc_status() {
         .iter()
         .filter_map(|i| i["protocolBinding"].as_str())
         .collect();
-    assert_eq!(bindings, ["JSONRPC", "HTTP+JSON", "JSONRPC"]);
+    assert_eq!(
+        bindings,
+        ["JSONRPC", "HTTP+JSON", "GRPC", "JSONRPC", "GRPC"]
+    );
+}
+
+#[tokio::test]
+async fn grpc_routes_by_tenant_and_checks_the_version() {
+    let app = app().await;
+    let mut v1c = Wire::v1_client(&app);
+    let send = |tenant: &str| v1::SendMessageRequest {
+        tenant: tenant.into(),
+        message: Some(v1::Message::new(
+            "g1",
+            v1::Role::User,
+            vec![v1::Part::text("hi")],
+        )),
+        ..Default::default()
+    };
+    // No a2a-version: the package names 1.0.
+    let ok = v1c
+        .send_message(tonic::Request::new(send("echo")))
+        .await
+        .expect("header-less v1 call");
+    assert!(ok.into_inner().payload.is_some());
+    for version in ["0.3", "99.0"] {
+        let mut req = tonic::Request::new(send("echo"));
+        req.metadata_mut()
+            .insert("a2a-version", version.parse().expect("value"));
+        let e = v1c.send_message(req).await.expect_err(version);
+        assert_eq!(e.code(), tonic::Code::FailedPrecondition, "{version}");
+        assert_eq!(
+            reason_of_grpc(&e),
+            Failure("VERSION_NOT_SUPPORTED".into()),
+            "{version}"
+        );
+    }
+    let e = v1c
+        .send_message(Wire::GrpcV1.grpc_request("", send("nobody")))
+        .await
+        .expect_err("unknown tenant");
+    assert_eq!(e.code(), tonic::Code::NotFound);
+    assert_eq!(
+        error_info_of_grpc(&e),
+        ("TENANT_NOT_FOUND".to_owned(), "heddle".to_owned())
+    );
+    let e = v1c
+        .send_message(Wire::GrpcV1.grpc_request("", send("")))
+        .await
+        .expect_err("several agents, no default");
+    assert_eq!(reason_of_grpc(&e), Failure("INVALID_PARAMS".into()));
+    let e = v1c
+        .create_task_push_notification_config(Wire::GrpcV1.grpc_request(
+            "echo",
+            v1::TaskPushNotificationConfig {
+                tenant: "echo".into(),
+                task_id: "t".into(),
+                url: "https://hook".into(),
+                ..Default::default()
+            },
+        ))
+        .await
+        .expect_err("push");
+    assert_eq!(
+        reason_of_grpc(&e),
+        Failure("PUSH_NOTIFICATION_NOT_SUPPORTED".into())
+    );
+    // v0.3: a2a-version 1.0 belongs to the other service; a bad name is InvalidParams.
+    let mut v03c = Wire::v03_client(&app);
+    let mut req = Wire::GrpcV03.grpc_request(
+        "echo",
+        pb::GetTaskRequest {
+            name: "tasks/x".into(),
+            history_length: 0,
+        },
+    );
+    req.metadata_mut()
+        .insert("a2a-version", "1.0".parse().expect("value"));
+    let e = v03c.get_task(req).await.expect_err("wrong version");
+    assert_eq!(reason_of_grpc(&e), Failure("VERSION_NOT_SUPPORTED".into()));
+    let e = v03c
+        .get_task(Wire::GrpcV03.grpc_request(
+            "echo",
+            pb::GetTaskRequest {
+                name: "x".into(),
+                history_length: 0,
+            },
+        ))
+        .await
+        .expect_err("bad name");
+    assert_eq!(reason_of_grpc(&e), Failure("INVALID_PARAMS".into()));
+}
+
+#[tokio::test]
+async fn cards_list_the_grpc_interfaces_and_v03_grpc_serves_the_card() {
+    let app = app().await;
+    let (_, card) = http(
+        &app.router,
+        Method::GET,
+        "/api/v1/agents/writer/.well-known/agent-card.json",
+        None,
+        None,
+    )
+    .await;
+    let card: v1::AgentCard =
+        heddle_core::card::parse_card(&serde_json::from_slice(&card).expect("card json"))
+            .expect("card");
+    let ifaces: Vec<(&str, &str, &str, &str)> = card
+        .supported_interfaces
+        .iter()
+        .map(|i| {
+            (
+                i.protocol_binding.as_str(),
+                i.protocol_version.as_str(),
+                i.url.as_str(),
+                i.tenant.as_str(),
+            )
+        })
+        .collect();
+    let bare = app.grpc_addr.to_string();
+    let url = format!("http://{bare}");
+    assert_eq!(
+        ifaces,
+        [
+            (
+                "JSONRPC",
+                "1.0",
+                "http://test.local/api/v1/agents/writer/a2a",
+                ""
+            ),
+            (
+                "HTTP+JSON",
+                "1.0",
+                "http://test.local/api/v1/agents/writer/rest",
+                ""
+            ),
+            ("GRPC", "1.0", bare.as_str(), "writer"),
+            (
+                "JSONRPC",
+                "0.3",
+                "http://test.local/api/v1/agents/writer/a2a",
+                ""
+            ),
+            ("GRPC", "0.3", url.as_str(), "writer"),
+        ]
+    );
+    let old = Wire::v03_client(&app)
+        .get_agent_card(Wire::GrpcV03.grpc_request("writer", pb::GetAgentCardRequest {}))
+        .await
+        .expect("v0.3 card")
+        .into_inner();
+    assert_eq!(old.name, "Writer");
+    assert_eq!(old.url, "http://test.local/api/v1/agents/writer/a2a");
+    assert!(
+        old.additional_interfaces
+            .iter()
+            .any(|i| i.transport == "GRPC" && i.url == url)
+    );
+    // The v1.0 extended card is not declared by the hub's agents.
+    let e = Wire::v1_client(&app)
+        .get_extended_agent_card(Wire::GrpcV1.grpc_request(
+            "writer",
+            v1::GetExtendedAgentCardRequest {
+                tenant: "writer".into(),
+            },
+        ))
+        .await
+        .expect_err("no extended card");
+    assert_eq!(reason_of_grpc(&e), Failure("UNSUPPORTED_OPERATION".into()));
+}
+
+#[tokio::test]
+async fn grpc_health_and_reflection_answer() {
+    use tonic_health::pb::{
+        HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
+    };
+    use tonic_reflection::pb::v1::{
+        ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
+        server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
+    };
+    let app = app().await;
+    let mut health = HealthClient::new(app.grpc.clone());
+    for service in ["", "lf.a2a.v1.A2AService", "a2a.v1.A2AService"] {
+        let r = health
+            .check(HealthCheckRequest {
+                service: service.into(),
+            })
+            .await
+            .expect("health")
+            .into_inner();
+        assert_eq!(r.status(), ServingStatus::Serving, "{service:?}");
+    }
+    let ask = |m: MessageRequest| ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(m),
+    };
+    let requests = vec![
+        ask(MessageRequest::ListServices(String::new())),
+        ask(MessageRequest::FileContainingSymbol(
+            "lf.a2a.v1.A2AService".into(),
+        )),
+        ask(MessageRequest::FileContainingSymbol("a2a.v1.Task".into())),
+        ask(MessageRequest::FileByFilename(
+            "google/protobuf/struct.proto".into(),
+        )),
+    ];
+    let mut answers = ServerReflectionClient::new(app.grpc.clone())
+        .server_reflection_info(futures::stream::iter(requests))
+        .await
+        .expect("reflection")
+        .into_inner();
+    let mut responses = Vec::new();
+    while let Some(r) = answers.message().await.expect("answer") {
+        responses.push(r.message_response.expect("response"));
+    }
+    let MessageResponse::ListServicesResponse(list) = &responses[0] else {
+        panic!("list services: {:?}", responses[0]);
+    };
+    let names: Vec<&str> = list.service.iter().map(|s| s.name.as_str()).collect();
+    for expected in [
+        "lf.a2a.v1.A2AService",
+        "a2a.v1.A2AService",
+        "grpc.health.v1.Health",
+    ] {
+        assert!(names.contains(&expected), "{expected} in {names:?}");
+    }
+    for (i, file) in [
+        (1, "lf/a2a/v1/a2a.proto"),
+        (2, "a2a/v1/a2a.proto"),
+        (3, "google/protobuf/struct.proto"),
+    ] {
+        let MessageResponse::FileDescriptorResponse(fd) = &responses[i] else {
+            panic!("{file}: {:?}", responses[i]);
+        };
+        let decoded = prost_types_name(&fd.file_descriptor_proto[0]);
+        assert_eq!(decoded, file);
+    }
+}
+
+/// The `name` (field 1) of an encoded `FileDescriptorProto`.
+fn prost_types_name(bytes: &[u8]) -> String {
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct Named {
+        #[prost(string, tag = "1")]
+        name: String,
+    }
+    Named::decode(bytes).expect("file descriptor").name
 }

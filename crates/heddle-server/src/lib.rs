@@ -15,6 +15,8 @@
 //! * [`lifecycle`]: the task state machine.
 //! * [`jsonrpc`] (private) and [`server::AgentRoutes`]: the JSON-RPC + SSE
 //!   binding and the card routes as an axum router.
+//! * `grpc` (feature `grpc`): the gRPC binding, v1.0 and v0.3, for many
+//!   agents on one listener, with health and reflection.
 //!
 //! A one-agent server of your own:
 //!
@@ -33,6 +35,8 @@
 pub mod agent;
 pub mod card;
 mod events;
+#[cfg(feature = "grpc")]
+pub mod grpc;
 pub mod handler;
 mod jsonrpc;
 pub mod lifecycle;

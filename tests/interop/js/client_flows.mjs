@@ -172,7 +172,7 @@ class Runner {
     check(res.ok, `GET agent card: HTTP ${res.status}`);
     const raw = await res.json();
     const card = await this.resolver.resolve(this.agentUrl('echo'));
-    const versions = card.supportedInterfaces.map((i) => i.protocolVersion).sort();
+    const versions = [...new Set(card.supportedInterfaces.map((i) => i.protocolVersion))].sort();
     check(JSON.stringify(versions) === '["0.3","1.0"]', `supportedInterfaces versions ${versions}`);
     // What a v0.3-only reader sees: the card without supportedInterfaces.
     const { supportedInterfaces, ...legacyOnly } = raw;

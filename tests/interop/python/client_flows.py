@@ -161,14 +161,17 @@ class Runner:
         response.raise_for_status()
         raw = response.json()
         card = parse_agent_card(json.loads(json.dumps(raw)))
-        versions = sorted(i.protocol_version for i in card.supported_interfaces)
+        versions = sorted({i.protocol_version for i in card.supported_interfaces})
         check(versions == ['0.3', '1.0'],
               f'supportedInterfaces versions are {versions}')
+        bindings = sorted({i.protocol_binding for i in card.supported_interfaces})
+        check(bindings == ['GRPC', 'HTTP+JSON', 'JSONRPC'],
+              f'supportedInterfaces bindings are {bindings}')
         # What a v0.3-only reader sees: drop supportedInterfaces and let the
         # SDK's legacy mapping build the interface from url/protocolVersion.
         legacy_only = {k: v for k, v in raw.items() if k != 'supportedInterfaces'}
         legacy_card = parse_agent_card(legacy_only)
-        check(len(legacy_card.supported_interfaces) == 1,
+        check(len(legacy_card.supported_interfaces) >= 1,
               'v0.3 view of the card has no interface')
         iface = legacy_card.supported_interfaces[0]
         check(iface.protocol_binding == 'JSONRPC' and
