@@ -81,7 +81,7 @@ pub struct HostedAgent {
 pub struct Bindings {
     /// JSON-RPC 2.0 at `…/{agentId}/a2a`, v1.0 and v0.3.
     pub jsonrpc: bool,
-    /// HTTP+JSON at `…/{agentId}/rest`, v1.0.
+    /// HTTP+JSON at `…/{agentId}/rest`: v1.0, and v0.3 under `…/rest/v1/`.
     pub rest: bool,
     /// gRPC, v1.0 and v0.3, on its own listener ([`Hub::grpc_routes`]); the
     /// cards list it only when [`HubBuilder::grpc_url`] says where that is.
@@ -377,6 +377,10 @@ pub fn card_for_endpoints(
     }
     if bindings.jsonrpc {
         interfaces.push(iface("/a2a", "JSONRPC", "0.3"));
+    }
+    if bindings.rest {
+        // v0.3 clients append `/v1/message:send` and so on to this URL.
+        interfaces.push(iface("/rest", "HTTP+JSON", "0.3"));
     }
     if let Some((_, with_scheme)) = &grpc {
         interfaces.push(grpc_iface(with_scheme, "0.3"));

@@ -36,14 +36,16 @@ enum Wire {
     JsonRpcV1,
     JsonRpcV03,
     RestV1,
+    RestV03,
     GrpcV1,
     GrpcV03,
 }
 
-const WIRES: [Wire; 5] = [
+const WIRES: [Wire; 6] = [
     Wire::JsonRpcV1,
     Wire::JsonRpcV03,
     Wire::RestV1,
+    Wire::RestV03,
     Wire::GrpcV1,
     Wire::GrpcV03,
 ];
@@ -192,13 +194,13 @@ fn reason_of_rest(body: &[u8]) -> Failure {
 impl Wire {
     fn version(self) -> Option<&'static str> {
         match self {
-            Wire::JsonRpcV03 | Wire::GrpcV03 => None,
+            Wire::JsonRpcV03 | Wire::RestV03 | Wire::GrpcV03 => None,
             _ => Some("1.0"),
         }
     }
 
     fn is_v03(self) -> bool {
-        matches!(self, Wire::JsonRpcV03 | Wire::GrpcV03)
+        matches!(self, Wire::JsonRpcV03 | Wire::RestV03 | Wire::GrpcV03)
     }
 
     /// A gRPC request: v1.0 names its version; v0.3 names the agent in metadata.
@@ -325,6 +327,20 @@ impl Wire {
             }),
             metadata: None,
         };
+        if self == Wire::RestV03 {
+            // ProtoJSON of the v0.3 proto, under `/v1/`.
+            let body =
+                serde_json::to_value(conv::send_request_from_v1(&grpc_send(""))).expect("json");
+            let v = self
+                .rest(app, Method::POST, agent, "/v1/message:send", Some(body))
+                .await?;
+            let r: pb::SendMessageResponse = serde_json::from_value(v).expect("v0.3 send response");
+            use v1::send_message_response::Payload;
+            return match conv::send_response_to_v1(&r).payload {
+                Some(Payload::Task(t)) => Ok(t),
+                other => panic!("{self:?}: expected a task, got {other:?}"),
+            };
+        }
         let sent = match self {
             Wire::GrpcV1 => Some(
                 Self::v1_client(app)
@@ -401,6 +417,16 @@ impl Wire {
                     .map(|r| conv::task_to_v1(&r.into_inner()))
                     .map_err(|s| reason_of_grpc(&s));
             }
+            Wire::RestV03 => {
+                let q = history
+                    .map(|h| format!("?historyLength={h}"))
+                    .unwrap_or_default();
+                let v = self
+                    .rest(app, Method::GET, agent, &format!("/v1/tasks/{id}{q}"), None)
+                    .await?;
+                let t: pb::Task = serde_json::from_value(v).expect("v0.3 task");
+                return Ok(conv::task_to_v1(&t));
+            }
             Wire::RestV1 => {
                 let q = history
                     .map(|h| format!("?historyLength={h}"))
@@ -442,6 +468,19 @@ impl Wire {
                     .await
                     .map(|r| conv::task_to_v1(&r.into_inner()))
                     .map_err(|s| reason_of_grpc(&s));
+            }
+            Wire::RestV03 => {
+                let v = self
+                    .rest(
+                        app,
+                        Method::POST,
+                        agent,
+                        &format!("/v1/tasks/{id}:cancel"),
+                        None,
+                    )
+                    .await?;
+                let t: pb::Task = serde_json::from_value(v).expect("v0.3 task");
+                return Ok(conv::task_to_v1(&t));
             }
             // `%3A` for the colon, as some clients send it.
             Wire::RestV1 => {
@@ -509,6 +548,10 @@ impl Wire {
             _ => {}
         }
         let (uri, body) = match self {
+            Wire::RestV03 => (
+                format!("/api/v1/agents/{agent}/rest/v1/message:stream"),
+                serde_json::to_value(conv::send_request_from_v1(&req())).expect("json"),
+            ),
             Wire::RestV1 => (
                 format!("/api/v1/agents/{agent}/rest/message:stream"),
                 json!({"message": message}),
@@ -528,6 +571,11 @@ impl Wire {
             .iter()
             .map(|d| match self {
                 Wire::RestV1 => self.event(d),
+                Wire::RestV03 => {
+                    let e: pb::StreamResponse =
+                        serde_json::from_value(d.clone()).expect("v0.3 event");
+                    conv::stream_response_to_v1(&e)
+                }
                 _ => self.event(&d["result"]),
             })
             .collect()
@@ -821,7 +869,14 @@ async fn rest_speaks_http_statuses_and_google_rpc_status() {
         .collect();
     assert_eq!(
         bindings,
-        ["JSONRPC", "HTTP+JSON", "GRPC", "JSONRPC", "GRPC"]
+        [
+            "JSONRPC",
+            "HTTP+JSON",
+            "GRPC",
+            "JSONRPC",
+            "HTTP+JSON",
+            "GRPC"
+        ]
     );
 }
 
@@ -960,6 +1015,12 @@ async fn cards_list_the_grpc_interfaces_and_v03_grpc_serves_the_card() {
                 "JSONRPC",
                 "0.3",
                 "http://test.local/api/v1/agents/writer/a2a",
+                ""
+            ),
+            (
+                "HTTP+JSON",
+                "0.3",
+                "http://test.local/api/v1/agents/writer/rest",
                 ""
             ),
             ("GRPC", "0.3", url.as_str(), "writer"),

@@ -42,6 +42,7 @@ mod jsonrpc;
 pub mod lifecycle;
 mod live;
 mod rest;
+mod rest_v03;
 pub mod server;
 
 pub use agent::{AgentError, AgentExecutor, Caller, RequestContext};

@@ -45,14 +45,15 @@ pub(crate) fn routes(prefix: &str) -> Router<RequestHandler> {
             .route(&format!("{base}/tasks/{{*rest}}"), any(task_route))
             .route(&format!("{base}/extendedAgentCard"), get(extended_card));
     }
-    r
+    // v0.3 under `/v1/`; static segments win over `{tenant}` in matching.
+    r.merge(crate::rest_v03::routes(prefix))
 }
 
 /// Path parameters: the optional tenant, and for task routes the rest.
 #[derive(serde::Deserialize, Default)]
-struct Params {
-    tenant: Option<String>,
-    rest: Option<String>,
+pub(crate) struct Params {
+    pub(crate) tenant: Option<String>,
+    pub(crate) rest: Option<String>,
 }
 
 /// The request facts every route needs.
@@ -94,7 +95,7 @@ fn incoming(
 
 /// Requests with a body must be JSON (`application/json` or `application/a2a+json`).
 /// `Some(rejection)` when the body is not JSON.
-fn check_content_type(headers: &HeaderMap, body: &Bytes) -> Option<Response> {
+pub(crate) fn check_content_type(headers: &HeaderMap, body: &Bytes) -> Option<Response> {
     if body.is_empty() {
         return None;
     }
@@ -127,7 +128,7 @@ fn check_content_type(headers: &HeaderMap, body: &Bytes) -> Option<Response> {
     }
 }
 
-fn json<T: Serialize>(status: StatusCode, body: &T) -> Response {
+pub(crate) fn json<T: Serialize>(status: StatusCode, body: &T) -> Response {
     match serde_json::to_vec(body) {
         Ok(bytes) => (
             status,
@@ -160,7 +161,7 @@ pub(crate) fn error(err: &A2aError) -> Response {
     }
 }
 
-fn sse(stream: EventStream) -> Response {
+pub(crate) fn sse(stream: EventStream) -> Response {
     let events = stream.map(|update| {
         Ok::<_, Infallible>(
             Event::default().data(serde_json::to_string(&*update).unwrap_or_default()),
@@ -256,12 +257,12 @@ async fn stream(
 }
 
 /// Query parameters as (name, value) pairs, percent-decoded.
-fn query_pairs(q: Option<&str>) -> Vec<(String, String)> {
+pub(crate) fn query_pairs(q: Option<&str>) -> Vec<(String, String)> {
     q.map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
         .unwrap_or_default()
 }
 
-fn int_param(name: &str, value: &str) -> Result<i32, A2aError> {
+pub(crate) fn int_param(name: &str, value: &str) -> Result<i32, A2aError> {
     value
         .parse()
         .map_err(|_| A2aError::invalid_field(name, format!("{value:?} is not an integer")))
@@ -363,14 +364,14 @@ async fn extended_card(
 /// A task route after `/tasks/`: `{id}`, `{id}:cancel`, `{id}:subscribe`,
 /// `{id}/pushNotificationConfigs[/{configId}]`.
 #[derive(Debug, PartialEq, Eq)]
-enum TaskRoute<'a> {
+pub(crate) enum TaskRoute<'a> {
     Task(&'a str),
     Verb(&'a str, &'a str),
     Configs(&'a str),
     Config(&'a str, &'a str),
 }
 
-fn parse_task_route(rest: &str) -> Option<TaskRoute<'_>> {
+pub(crate) fn parse_task_route(rest: &str) -> Option<TaskRoute<'_>> {
     let rest = rest.trim_start_matches('/');
     let mut segs = rest.split('/');
     let first = segs.next().filter(|s| !s.is_empty())?;
@@ -387,11 +388,11 @@ fn parse_task_route(rest: &str) -> Option<TaskRoute<'_>> {
     }
 }
 
-fn not_found() -> Response {
+pub(crate) fn not_found() -> Response {
     error(&A2aError::new(ErrorCode::MethodNotFound, "no such route"))
 }
 
-fn metadata_body(body: &Bytes) -> Result<Option<Struct>, A2aError> {
+pub(crate) fn metadata_body(body: &Bytes) -> Result<Option<Struct>, A2aError> {
     if body.is_empty() {
         return Ok(None);
     }
