@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Interop suite: the official A2A SDK clients (Python a2a-sdk, JS @a2a-js/sdk),
-# each as a v1.0 client and as a v0.3 client, against a fresh `heddle serve`.
+# Interop suite: the official A2A SDK clients (Python a2a-sdk, JS @a2a-js/sdk)
+# against a fresh `heddle serve`, each over JSON-RPC 1.0 and 0.3, HTTP+JSON 1.0,
+# gRPC 1.0 and gRPC 0.3 (the clients pick the interface from the agent card).
 #
 #   HEDDLE_BIN  the heddle binary (default: target/debug/heddle, built with
 #               `cargo build -p heddle` when missing)
@@ -52,7 +53,8 @@ if [ -z "$ready" ]; then
   cat "$log" >&2
   exit 1
 fi
-echo "interop: heddle serving on 127.0.0.1:$port"
+grpc_addr="$(sed -n 's/^  gRPC  *\([^ ]*\) .*/\1/p' "$log" | head -n1)"
+echo "interop: heddle serving on 127.0.0.1:$port (gRPC ${grpc_addr:-not announced})"
 
 out="$(mktemp -t heddle-interop-out.XXXXXX)"
 trap 'cleanup; rm -f "$out"' EXIT
@@ -67,10 +69,18 @@ run_client() {
   fi
   rm -f "$out.err"
 }
-run_client python-v1   "$HERE/.venv/bin/python" "$HERE/python/client_flows.py" "$base" 1.0
-run_client python-v0.3 "$HERE/.venv/bin/python" "$HERE/python/client_flows.py" "$base" 0.3
-run_client js-v1       node "$HERE/js/client_flows.mjs" "$base" 1.0
-run_client js-v0.3     node "$HERE/js/client_flows.mjs" "$base" 0.3
+py=("$HERE/.venv/bin/python" "$HERE/python/client_flows.py")
+js=(node "$HERE/js/client_flows.mjs")
+run_client python-v1        "${py[@]}" "$base" 1.0 JSONRPC
+run_client python-v0.3      "${py[@]}" "$base" 0.3 JSONRPC
+run_client python-rest-v1   "${py[@]}" "$base" 1.0 HTTP+JSON
+run_client python-grpc-v1   "${py[@]}" "$base" 1.0 GRPC
+run_client python-grpc-v0.3 "${py[@]}" "$base" 0.3 GRPC
+run_client js-v1            "${js[@]}" "$base" 1.0 JSONRPC
+run_client js-v0.3          "${js[@]}" "$base" 0.3 JSONRPC
+run_client js-rest-v1       "${js[@]}" "$base" 1.0 HTTP+JSON
+run_client js-grpc-v1       "${js[@]}" "$base" 1.0 GRPC
+run_client js-grpc-v0.3     "${js[@]}" "$base" 0.3 GRPC
 
 passed="$(grep -c '^PASS ' "$out" || true)"
 failed="$(grep -c '^FAIL ' "$out" || true)"

@@ -45,7 +45,8 @@ pub struct Connection {
     /// Force a protocol version (`1.0` or `0.3`) instead of negotiating.
     #[arg(long, global = true)]
     pub a2a_version: Option<String>,
-    /// Preferred binding: `jsonrpc` or `rest` (repeatable, in order).
+    /// Preferred binding: `jsonrpc`, `rest` or `grpc` (repeatable, in order;
+    /// without it JSON-RPC then REST, gRPC only when named).
     #[arg(long, global = true)]
     pub binding: Vec<String>,
     /// Output format.
@@ -76,7 +77,7 @@ impl Connection {
         for b in &self.binding {
             bindings.push(
                 Binding::parse(b)
-                    .with_context(|| format!("--binding {b:?}: use jsonrpc or rest"))?,
+                    .with_context(|| format!("--binding {b:?}: use jsonrpc, rest or grpc"))?,
             );
         }
         if bindings.is_empty() {

@@ -324,3 +324,114 @@ async fn serve_rejects_an_unknown_store() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown store"));
 }
+
+#[test]
+fn the_command_line_speaks_grpc() {
+    let server = serve("memory");
+    let echo = format!("{}/api/v1/agents/echo", server.url);
+    let (code, out, err) = heddle(&["send", &echo, "hello", "--binding", "grpc", "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let t: Value = serde_json::from_str(out.trim()).expect("one JSON object");
+    assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED", "{t}");
+    assert_eq!(t["artifacts"][0]["parts"][0]["text"], "hello", "{t}");
+    let id = t["id"].as_str().expect("id");
+
+    // Streams: the writer's three chunks, in v1.0 and v0.3.
+    let stream = format!("{}/api/v1/agents/writer-stream", server.url);
+    let report =
+        "Report, part one: the findings. Part two: what they mean. Part three: what to do next.";
+    for version in ["1.0", "0.3"] {
+        let (code, out, err) = heddle(&[
+            "send",
+            &stream,
+            "go",
+            "--stream",
+            "--binding",
+            "grpc",
+            "--a2a-version",
+            version,
+        ]);
+        assert_eq!(code, 0, "{version}: {err}");
+        assert!(out.contains(report), "{version}: {out}");
+        assert!(
+            out.contains("→ WORKING") && out.contains("→ COMPLETED"),
+            "{version}: {out}"
+        );
+    }
+
+    // v0.3 unary send (tenant in the `a2a-tenant` metadata).
+    let (code, out, err) = heddle(&[
+        "send",
+        &echo,
+        "old friend",
+        "--binding",
+        "grpc",
+        "--a2a-version",
+        "0.3",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let t: Value = serde_json::from_str(out.trim()).expect("json");
+    assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED", "{t}");
+    assert_eq!(t["artifacts"][0]["parts"][0]["text"], "old friend", "{t}");
+
+    // Multi-turn with --task-id, and a file part (raw bytes over protobuf).
+    let writer = format!("{}/api/v1/agents/writer", server.url);
+    let (code, out, err) = heddle(&[
+        "send",
+        &writer,
+        "Summarize",
+        "--file",
+        "Cargo.toml",
+        "--binding",
+        "grpc",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let w: Value = serde_json::from_str(out.trim()).expect("json");
+    assert_eq!(w["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{w}");
+    let wid = w["id"].as_str().expect("id");
+    let (code, out, err) = heddle(&[
+        "send",
+        &writer,
+        "the board",
+        "--task-id",
+        wid,
+        "--binding",
+        "grpc",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("COMPLETED") && out.contains("the board"),
+        "{out}"
+    );
+
+    // Tasks: get, list, and an A2A error from the status details.
+    let (code, out, err) = heddle(&["task", "get", &echo, id, "--binding", "grpc", "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let g: Value = serde_json::from_str(out.trim()).expect("json");
+    assert_eq!(g["id"], id, "{g}");
+    let (code, out, err) = heddle(&["task", "list", &echo, "--binding", "grpc"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(id), "{out}");
+    let (code, _, err) = heddle(&["task", "get", &echo, "no-such-task", "--binding", "grpc"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("TASK_NOT_FOUND"), "{err}");
+    let (code, _, err) = heddle(&["task", "cancel", &echo, id, "--binding", "grpc"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("TASK_NOT_CANCELABLE"), "{err}");
+    // v0.3 has no ListTasks, whatever the binding.
+    let (code, _, err) = heddle(&[
+        "task",
+        "list",
+        &echo,
+        "--binding",
+        "grpc",
+        "--a2a-version",
+        "0.3",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no ListTasks"), "{err}");
+}

@@ -18,6 +18,7 @@ use crate::{
     ClientError, Credentials,
     credentials::{KeyPlace, api_key_place, is_sensitive_header},
     discovery::{CardCache, choose_interface, fetch_card},
+    grpc::GrpcTransport,
 };
 
 /// A protocol binding this client speaks.
@@ -27,7 +28,7 @@ pub enum Binding {
     JsonRpc,
     /// HTTP+JSON (REST).
     Rest,
-    /// gRPC (not yet spoken by this client).
+    /// gRPC (HTTP/2, `lf.a2a.v1` or `a2a.v1` service).
     Grpc,
 }
 
@@ -59,7 +60,9 @@ pub type WireLog = Arc<dyn Fn(&str) + Send + Sync>;
 /// How to build a client.
 #[derive(Clone)]
 pub struct ClientOptions {
-    /// Bindings in order of preference.
+    /// Bindings in order of preference. The default is JSON-RPC then REST:
+    /// gRPC is used only when listed, since it often listens on a separate
+    /// port (and needs HTTP/2) that networks reaching the HTTP URL may not reach.
     pub bindings: Vec<Binding>,
     /// Force a protocol version instead of negotiating.
     pub version: Option<ProtocolVersion>,
@@ -116,8 +119,8 @@ pub enum SendReply {
 /// Events of a stream, in order; it ends when the server closes it.
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<v1::StreamResponse, ClientError>> + Send>>;
 
-/// Largest single stream event accepted.
-const MAX_EVENT: usize = 16 << 20;
+/// Largest single stream event (or gRPC message) accepted.
+pub(crate) const MAX_EVENT: usize = 16 << 20;
 
 /// A client bound to one agent interface.
 #[derive(Clone)]
@@ -128,6 +131,9 @@ pub struct A2aClient {
     binding: Binding,
     version: ProtocolVersion,
     opts: ClientOptions,
+    /// The gRPC transport when the binding is gRPC (shared by clones, so
+    /// they share one channel).
+    grpc: Option<Arc<GrpcTransport>>,
 }
 
 impl std::fmt::Debug for A2aClient {
@@ -169,11 +175,12 @@ impl A2aClient {
     pub fn from_card(card: v1::AgentCard, opts: ClientOptions) -> Result<Self, ClientError> {
         let http = http_client(&opts)?;
         let (interface, binding, version) = choose_interface(&card, &opts.bindings, opts.version)?;
-        if binding == Binding::Grpc {
-            return Err(ClientError::NoInterface(
-                "this client does not speak gRPC yet".into(),
-            ));
-        }
+        let grpc = match binding {
+            Binding::Grpc => Some(Arc::new(GrpcTransport::new(
+                &card, &interface, version, &opts,
+            )?)),
+            Binding::JsonRpc | Binding::Rest => None,
+        };
         Ok(Self {
             http,
             card,
@@ -181,6 +188,7 @@ impl A2aClient {
             binding,
             version,
             opts,
+            grpc,
         })
     }
 
@@ -202,6 +210,13 @@ impl A2aClient {
     /// The protocol version in use.
     pub fn version(&self) -> ProtocolVersion {
         self.version
+    }
+
+    /// The gRPC transport; only called when the binding is gRPC.
+    fn grpc(&self) -> Result<&GrpcTransport, ClientError> {
+        self.grpc
+            .as_deref()
+            .ok_or_else(|| ClientError::NoInterface("the client has no gRPC interface".into()))
     }
 
     fn log(&self, line: impl FnOnce() -> String) {
@@ -485,6 +500,7 @@ impl A2aClient {
     pub async fn send(&self, mut req: v1::SendMessageRequest) -> Result<SendReply, ClientError> {
         req.tenant.clone_from(&self.interface.tenant);
         match (self.binding, self.version) {
+            (Binding::Grpc, _) => self.grpc()?.send(req).await,
             (Binding::Rest, _) => {
                 let r: v1::SendMessageResponse = self
                     .rest(
@@ -513,6 +529,7 @@ impl A2aClient {
     ) -> Result<EventStream, ClientError> {
         req.tenant.clone_from(&self.interface.tenant);
         match (self.binding, self.version) {
+            (Binding::Grpc, _) => self.grpc()?.send_streaming(req).await,
             (Binding::Rest, _) => {
                 self.rest_stream(
                     reqwest::Method::POST,
@@ -543,6 +560,7 @@ impl A2aClient {
     ) -> Result<v1::Task, ClientError> {
         self.retrying(|| async move {
             match (self.binding, self.version) {
+                (Binding::Grpc, _) => self.grpc()?.get_task(id, history_length).await,
                 (Binding::Rest, _) => {
                     let q = history_length
                         .map(|n| format!("?historyLength={n}"))
@@ -589,6 +607,7 @@ impl A2aClient {
         let req = &req;
         self.retrying(|| async move {
             match (self.binding, self.version) {
+                (Binding::Grpc, _) => self.grpc()?.list_tasks(req.clone()).await,
                 (Binding::Rest, _) => {
                     let mut q = Vec::new();
                     if !req.context_id.is_empty() {
@@ -636,6 +655,7 @@ impl A2aClient {
     pub async fn cancel_task(&self, id: &str) -> Result<v1::Task, ClientError> {
         self.retrying(|| async move {
             match (self.binding, self.version) {
+                (Binding::Grpc, _) => self.grpc()?.cancel_task(id).await,
                 (Binding::Rest, _) => {
                     self.rest(
                         reqwest::Method::POST,
@@ -666,6 +686,7 @@ impl A2aClient {
     /// whose snapshot replaces what it had, so no chunk is counted twice.
     pub async fn subscribe(&self, id: &str) -> Result<EventStream, ClientError> {
         match (self.binding, self.version) {
+            (Binding::Grpc, _) => self.grpc()?.subscribe(id).await,
             (Binding::Rest, _) => {
                 self.rest_stream(
                     reqwest::Method::POST,
@@ -692,6 +713,7 @@ impl A2aClient {
     /// GetExtendedAgentCard.
     pub async fn extended_card(&self) -> Result<v1::AgentCard, ClientError> {
         match (self.binding, self.version) {
+            (Binding::Grpc, _) => self.grpc()?.extended_card().await,
             (Binding::Rest, _) => {
                 self.rest(reqwest::Method::GET, "/extendedAgentCard", None)
                     .await
@@ -712,7 +734,7 @@ fn to_value<T: Serialize>(v: &T) -> Result<Value, ClientError> {
         .map_err(|e| ClientError::InvalidResponse(format!("cannot encode the request: {e}")))
 }
 
-fn send_reply(r: v1::SendMessageResponse) -> Result<SendReply, ClientError> {
+pub(crate) fn send_reply(r: v1::SendMessageResponse) -> Result<SendReply, ClientError> {
     match r.payload {
         Some(SendPayload::Task(t)) => Ok(SendReply::Task(t)),
         Some(SendPayload::Message(m)) => Ok(SendReply::Message(m)),

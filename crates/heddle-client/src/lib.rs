@@ -7,7 +7,8 @@
 //! * negotiation: the interface chosen by the caller's binding preference and
 //!   the card's order, v1.0 where offered, else v0.3 with transparent
 //!   conversion (the caller always sees v1.0 types);
-//! * transports: JSON-RPC 2.0 (v1.0 and v0.3) and HTTP+JSON (v1.0), with
+//! * transports: JSON-RPC 2.0 (v1.0 and v0.3), HTTP+JSON (v1.0) and gRPC
+//!   (v1.0 and v0.3; only when asked for in [`ClientOptions::bindings`]), with
 //!   streams as async [`futures::Stream`]s of typed events;
 //! * credentials: bearer tokens and API keys (placed where the card's scheme
 //!   says), never logged;
@@ -27,6 +28,7 @@ mod client;
 mod credentials;
 mod discovery;
 mod error;
+mod grpc;
 
 pub use client::{A2aClient, Binding, ClientOptions, EventStream, SendReply, WireLog};
 pub use credentials::{Credentials, Secret};

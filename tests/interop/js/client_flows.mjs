@@ -1,23 +1,36 @@
 // Interop flows: the official JS A2A SDK (@a2a-js/sdk 1.x) against `heddle serve`.
 //
-// Usage: node client_flows.mjs BASE_URL VERSION
+// Usage: node client_flows.mjs BASE_URL VERSION [BINDING]
 //   BASE_URL  e.g. http://127.0.0.1:8080/api/v1/agents  (agents live at BASE_URL/{id})
-//   VERSION   "1.0" -> the SDK's native JsonRpcTransport (A2A-Version: 1.0)
-//             "0.3" -> the SDK's v0.3 compatibility transport (LegacyJsonRpcTransport):
-//                      JsonRpcTransportFactory({ legacyCompat: { enabled: true } }) picks
-//                      it because the card handed to ClientFactory only lists the
-//                      agent's protocolVersion "0.3" interface.
+//   VERSION   "1.0" or "0.3"
+//   BINDING   "JSONRPC" (default), "HTTP+JSON" (1.0 only) or "GRPC"
+//
+// The card handed to ClientFactory keeps only the agent's interfaces for
+// BINDING and VERSION, so the factory builds exactly that transport:
+//   JSONRPC 1.0    JsonRpcTransport          (A2A-Version: 1.0)
+//   JSONRPC 0.3    LegacyJsonRpcTransport    (JsonRpcTransportFactory({ legacyCompat }))
+//   HTTP+JSON 1.0  RestTransport             (RestTransportFactory)
+//   GRPC 1.0       GrpcTransport             (@a2a-js/sdk/client/grpc GrpcTransportFactory;
+//                                             lf.a2a.v1.A2AService, tenant field = agent id)
+//   GRPC 0.3       LegacyGrpcTransport       (GrpcTransportFactory({ legacyCompat });
+//                                             a2a.v1.A2AService, `a2a-tenant` metadata
+//                                             added by a client CallInterceptor)
 //
 // Prints `PASS js-v1 echo` (or FAIL ...) per flow; exits 1 if any flow failed.
+// Labels: js-v1, js-v0.3 (JSON-RPC), js-rest-v1, js-grpc-v1, js-grpc-v0.3.
 
 import { randomUUID } from 'node:crypto';
+
+import * as grpc from '@grpc/grpc-js';
 
 import { Role, TaskState } from '@a2a-js/sdk';
 import {
   ClientFactory,
   DefaultAgentCardResolver,
   JsonRpcTransportFactory,
+  RestTransportFactory,
 } from '@a2a-js/sdk/client';
+import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 import { isLegacyAgentCard, parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
 import { TaskNotCancelableError } from '@a2a-js/sdk/errors';
 
@@ -86,40 +99,91 @@ function isTask(result) {
   return result && typeof result === 'object' && 'status' in result && !('messageId' in result);
 }
 
+const LABELS = {
+  'JSONRPC 1.0': 'js-v1',
+  'JSONRPC 0.3': 'js-v0.3',
+  'HTTP+JSON 1.0': 'js-rest-v1',
+  'GRPC 1.0': 'js-grpc-v1',
+  'GRPC 0.3': 'js-grpc-v0.3',
+};
+
+// The card's v0.3 gRPC url is `http://host:port`; grpc-js wants `host:port`.
+const grpcTarget = (url) => url.replace(/^(https?|grpc):\/\//, '').replace(/\/+$/, '');
+
 class Runner {
-  constructor(base, version) {
+  constructor(base, version, binding = 'JSONRPC') {
     this.base = base.replace(/\/+$/, '');
     this.version = version;
+    this.binding = binding;
     this.legacy = version === '0.3';
-    this.label = this.legacy ? 'js-v0.3' : 'js-v1';
+    this.label = LABELS[`${binding} ${version}`];
     this.failed = 0;
-    this.wire = []; // [A2A-Version header, JSON-RPC method]
+    // JSONRPC: [A2A-Version header, method]; HTTP+JSON: [header, 'VERB path'];
+    // GRPC: [a2a-version metadata, method path, a2a-tenant metadata].
+    this.wire = [];
     this.fetchImpl = async (url, init) => {
-      if (init?.method === 'POST' && typeof init.body === 'string') {
-        const headers = new Headers(init.headers);
-        let method = '';
-        try {
-          method = JSON.parse(init.body).method ?? '';
-        } catch {
-          /* not JSON-RPC */
+      const path = new URL(String(url)).pathname;
+      if (!path.endsWith('/.well-known/agent-card.json')) {
+        const headers = new Headers(init?.headers);
+        const header = headers.get('A2A-Version') ?? '';
+        if (this.binding === 'JSONRPC') {
+          if (init?.method === 'POST' && typeof init.body === 'string') {
+            let method = '';
+            try {
+              method = JSON.parse(init.body).method ?? '';
+            } catch {
+              /* not JSON-RPC */
+            }
+            this.wire.push([header, method]);
+          }
+        } else {
+          this.wire.push([header, `${init?.method ?? 'GET'} ${path}`]);
         }
-        this.wire.push([headers.get('A2A-Version') ?? '', method]);
       }
       return fetch(url, init);
     };
-    this.resolver = new DefaultAgentCardResolver({
-      fetchImpl: this.fetchImpl,
-      ...(this.legacy ? { legacyCompat: { enabled: true } } : {}),
-    });
+    const legacyCompat = this.legacy ? { legacyCompat: { enabled: true } } : {};
+    this.resolver = new DefaultAgentCardResolver({ fetchImpl: this.fetchImpl, ...legacyCompat });
+    // Records every gRPC call (method path and metadata) on the wire.
+    const recorder = (options, nextCall) =>
+      new grpc.InterceptingCall(nextCall(options), {
+        start: (metadata, listener, next) => {
+          const get = (k) => String(metadata.get(k)[0] ?? '');
+          this.wire.push([get('a2a-version'), options.method_definition.path, get('a2a-tenant')]);
+          next(metadata, listener);
+        },
+      });
+    const grpcFactory = new GrpcTransportFactory({ grpcCallOptions: { interceptors: [recorder] }, ...legacyCompat });
+    const transports = {
+      JSONRPC: new JsonRpcTransportFactory({ fetchImpl: this.fetchImpl, ...legacyCompat }),
+      'HTTP+JSON': new RestTransportFactory({ fetchImpl: this.fetchImpl, ...legacyCompat }),
+      // Same factory, with the card's url turned into a grpc-js target.
+      GRPC: {
+        get protocolName() {
+          return grpcFactory.protocolName;
+        },
+        create: (url, card) => grpcFactory.create(grpcTarget(url), card),
+      },
+    };
+    // v0.3 gRPC has no `tenant` field: the agent id travels as `a2a-tenant`
+    // metadata, which the legacy transport builds from serviceParameters.
+    const tenantMetadata = {
+      async before(args) {
+        const iface = (args.agentCard.supportedInterfaces ?? []).find((i) => i.protocolBinding === 'GRPC');
+        args.options = {
+          ...args.options,
+          serviceParameters: { ...args.options?.serviceParameters, 'a2a-tenant': iface?.tenant ?? '' },
+        };
+      },
+      async after() {},
+    };
     this.factory = new ClientFactory({
-      transports: [
-        new JsonRpcTransportFactory({
-          fetchImpl: this.fetchImpl,
-          ...(this.legacy ? { legacyCompat: { enabled: true } } : {}),
-        }),
-      ],
+      transports: [transports[binding]],
       cardResolver: this.resolver,
-      clientConfig: { polling: false },
+      clientConfig: {
+        polling: false,
+        ...(binding === 'GRPC' && this.legacy ? { interceptors: [tenantMetadata] } : {}),
+      },
     });
     this.echoTask = undefined;
     this.writerTaskId = '';
@@ -134,23 +198,45 @@ class Runner {
 
   /** Card discovery with the SDK's resolver, client from ClientFactory. */
   async client(agent) {
-    let client;
-    if (this.legacy) {
-      const card = await this.resolver.resolve(this.agentUrl(agent));
-      // A v0.3 client: keep only the interfaces advertised for protocol 0.3.
-      const legacy = card.supportedInterfaces.filter((i) => /^0\.3(\.|$)/.test(i.protocolVersion));
-      check(legacy.length > 0, `${agent} card has no protocolVersion 0.3 interface`);
-      client = await this.factory.createFromAgentCard({ ...card, supportedInterfaces: legacy });
-    } else {
-      client = await this.factory.createFromUrl(this.agentUrl(agent));
-    }
+    const card = await this.resolver.resolve(this.agentUrl(agent));
+    // Keep only the interfaces the card advertises for this run's binding and
+    // protocol version (the factory prefers 1.0 whenever the card offers it).
+    const keep = card.supportedInterfaces.filter(
+      (i) => i.protocolBinding === this.binding && /^0\.3(\.|$)/.test(i.protocolVersion) === this.legacy,
+    );
+    check(keep.length > 0, `${agent} card has no ${this.binding} ${this.version} interface`);
+    if (this.binding === 'GRPC') check(keep[0].tenant === agent, `${agent} GRPC interface tenant '${keep[0].tenant}'`);
+    const client = await this.factory.createFromAgentCard({ ...card, supportedInterfaces: keep });
     const want = this.legacy ? '0.3' : '1.0';
     check(client.protocolVersion === want, `factory negotiated ${client.protocolVersion}, wanted ${want}`);
+    check(client.transport.protocolName === this.binding || client.transport.base?.protocolName === this.binding,
+      `factory built a ${client.transport.protocolName ?? client.transport.base?.protocolName} transport`);
     return client;
   }
 
-  checkWire(since) {
-    for (const [header, method] of this.wire.slice(since)) {
+  checkWire(since, flow) {
+    const calls = this.wire.slice(since);
+    if (flow === 'card') return; // plain GETs of the card only
+    if (this.binding === 'GRPC') {
+      const service = this.legacy ? '/a2a.v1.A2AService/' : '/lf.a2a.v1.A2AService/';
+      check(calls.length > 0, 'no gRPC call was recorded');
+      for (const [version, method, tenant] of calls) {
+        check(method.startsWith(service), `${this.label} called ${method}, want ${service}*`);
+        check(version === this.version, `${method} sent a2a-version '${version}'`);
+        if (this.legacy) check(tenant !== '', `${method} sent no a2a-tenant metadata`);
+      }
+      return;
+    }
+    if (this.binding === 'HTTP+JSON') {
+      check(calls.length > 0, 'no REST request was recorded');
+      for (const [header, call] of calls) {
+        const path = call.split(' ')[1];
+        check(header === '1.0', `REST ${call} with A2A-Version '${header}'`);
+        check(path.includes('/rest/') && !path.includes('/rest/v1/'), `REST v1.0 request to ${call}`);
+      }
+      return;
+    }
+    for (const [header, method] of calls) {
       if (this.legacy) {
         check(header === '0.3' && method.includes('/'), `v0.3 run sent ${method} with A2A-Version '${header}'`);
       } else {
@@ -236,6 +322,12 @@ class Runner {
     let lastChunkSeen = false;
     let finalState;
     let taskId = '';
+    // @a2a-js/sdk 1.3.0's LegacyGrpcTransport drops `append` when it maps a
+    // v0.3 TaskArtifactUpdateEvent (FromProto.taskArtifactUpdateEvent copies
+    // lastChunk only), so every chunk arrives with append=false. There, chunks
+    // of a known artifact are appended regardless, and the run records it.
+    const appendDropped = this.binding === 'GRPC' && this.legacy;
+    let note;
     for await (const event of client.sendMessageStream(sendRequest(userMessage([textPart('Write the report.')])))) {
       const kind = event.payload?.$case;
       const value = event.payload?.value;
@@ -253,7 +345,10 @@ class Runner {
         check(value.taskId === taskId, 'artifact update for another task');
         check(!lastChunkSeen, 'chunk after lastChunk');
         const id = value.artifact.artifactId;
-        if (value.append) {
+        if (appendDropped && !value.append && artifacts.has(id)) {
+          note = 'SDK dropped append on v0.3 gRPC chunks; appended by artifactId';
+          artifacts.get(id).push(...value.artifact.parts);
+        } else if (value.append) {
           check(artifacts.has(id), 'append to an unknown artifact');
           artifacts.get(id).push(...value.artifact.parts);
         } else {
@@ -275,6 +370,7 @@ class Runner {
     check(artifacts.size === 1, `${artifacts.size} artifacts`);
     const text = textOf([...artifacts.values()][0]);
     check(text === STREAM_TEXT, `accumulated ${JSON.stringify(text)}`);
+    return note;
   }
 
   async flowGet() {
@@ -357,7 +453,8 @@ class Runner {
     } catch (e) {
       check(e instanceof TaskNotCancelableError,
         `canceling a completed task threw ${e?.name}: ${e?.message}, want TaskNotCancelableError`);
-      check(e.envelopeCode === -32002, `TaskNotCancelable with code ${e.envelopeCode}`);
+      // envelopeCode is the JSON-RPC error code; REST and gRPC errors have none.
+      if (this.binding === 'JSONRPC') check(e.envelopeCode === -32002, `TaskNotCancelable with code ${e.envelopeCode}`);
     }
     if (error) throw error;
     return againNote;
@@ -381,7 +478,7 @@ class Runner {
           timer = setTimeout(() => reject(new Failure('timed out after 60 s')), 60_000);
         });
         const note = await Promise.race([flow(), timeout]);
-        this.checkWire(since);
+        this.checkWire(since, name);
         console.log(`PASS ${this.label} ${name}${note ? ` (${note})` : ''}`);
       } catch (e) {
         this.failed += 1;
@@ -396,9 +493,9 @@ class Runner {
   }
 }
 
-const [base, version] = process.argv.slice(2);
-if (!base || !['1.0', '0.3'].includes(version)) {
-  console.error('usage: node client_flows.mjs BASE_URL 1.0|0.3');
+const [base, version, binding = 'JSONRPC'] = process.argv.slice(2);
+if (!base || !LABELS[`${binding} ${version}`]) {
+  console.error('usage: node client_flows.mjs BASE_URL 1.0|0.3 [JSONRPC|HTTP+JSON|GRPC]');
   process.exit(2);
 }
-process.exitCode = await new Runner(base, version).run();
+process.exitCode = await new Runner(base, version, binding).run();

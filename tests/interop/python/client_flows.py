@@ -1,13 +1,23 @@
 """Interop flows: the official Python A2A SDK (a2a-sdk 1.x) against `heddle serve`.
 
-Usage: client_flows.py BASE_URL VERSION
+Usage: client_flows.py BASE_URL VERSION [BINDING]
   BASE_URL  e.g. http://127.0.0.1:8080/api/v1/agents  (agents live at BASE_URL/{id})
-  VERSION   "1.0"  -> the SDK's native JsonRpcTransport (A2A-Version: 1.0)
-            "0.3"  -> the SDK's v0.3 compatibility transport (CompatJsonRpcTransport),
-                      selected by ClientFactory because the card handed to it only
-                      lists the agent's protocolVersion "0.3" interface.
+  VERSION   "1.0" or "0.3"
+  BINDING   "JSONRPC" (default), "HTTP+JSON" (1.0 only) or "GRPC"
+
+The card handed to ClientFactory keeps only the agent's interfaces for BINDING
+and VERSION, so the factory builds exactly that transport:
+  JSONRPC 1.0    JsonRpcTransport          (A2A-Version: 1.0, SendMessage ...)
+  JSONRPC 0.3    CompatJsonRpcTransport    (A2A-Version: 0.3, message/send ...)
+  HTTP+JSON 1.0  RestTransport             (A2A-Version: 1.0, POST .../rest/message:send ...)
+  GRPC 1.0       GrpcTransport             (lf.a2a.v1.A2AService, tenant field = agent id)
+  GRPC 0.3       CompatGrpcTransport       (a2a.v1.A2AService, `a2a-tenant` metadata
+                                            = agent id, added by a ClientCallInterceptor
+                                            through ClientCallContext.service_parameters)
 
 Prints `PASS python-v1 echo` (or FAIL ...) per flow; exits 1 if any flow failed.
+Labels: python-v1, python-v0.3 (JSON-RPC), python-rest-v1, python-grpc-v1,
+python-grpc-v0.3.
 """
 
 from __future__ import annotations
@@ -18,10 +28,14 @@ import sys
 import traceback
 import uuid
 
+import grpc
 import httpx
 
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.client.card_resolver import parse_agent_card
+from a2a.client.client import ClientCallContext
+from a2a.client.errors import A2AClientError
+from a2a.client.interceptors import AfterArgs, BeforeArgs, ClientCallInterceptor
 from a2a.compat.v0_3.versions import is_legacy_version
 from a2a.types import (
     CancelTaskRequest,
@@ -81,26 +95,125 @@ def user_message(*parts: Part, task_id: str = '', context_id: str = '',
     )
 
 
+class TenantMetadata(ClientCallInterceptor):
+    """v0.3 gRPC has no `tenant` field: send the agent id as `a2a-tenant`
+    metadata. CompatGrpcTransport turns ClientCallContext.service_parameters
+    into gRPC metadata."""
+
+    def __init__(self, tenant: str) -> None:
+        self.tenant = tenant
+
+    async def before(self, args: BeforeArgs) -> None:
+        ctx = args.context or ClientCallContext()
+        params = dict(ctx.service_parameters or {})
+        params['a2a-tenant'] = self.tenant
+        args.context = ctx.model_copy(update={'service_parameters': params})
+
+    async def after(self, args: AfterArgs) -> None:
+        pass
+
+
+class GrpcRecorder:
+    """Records (a2a-version, method path, a2a-tenant, request tenant) per call.
+    grpc.aio files an interceptor under its first matching kind only, so the
+    channel gets one wrapper object per kind (see `interceptors`)."""
+
+    def __init__(self, wire: list) -> None:
+        self.wire = wire
+
+    def _record(self, details, request) -> None:
+        md = {k: v for k, v in (details.metadata or [])}
+        method = details.method
+        if isinstance(method, bytes):
+            method = method.decode()
+        tenant = getattr(request, 'tenant', None)
+        self.wire.append((md.get('a2a-version', ''), method,
+                          md.get('a2a-tenant', ''), tenant))
+
+    async def intercept_unary_unary(self, continuation, details, request):
+        self._record(details, request)
+        return await continuation(details, request)
+
+    async def intercept_unary_stream(self, continuation, details, request):
+        self._record(details, request)
+        return await continuation(details, request)
+
+    def interceptors(self) -> list:
+        recorder = self
+
+        class Unary(grpc.aio.UnaryUnaryClientInterceptor):
+            async def intercept_unary_unary(self, continuation, details, request):
+                return await recorder.intercept_unary_unary(
+                    continuation, details, request)
+
+        class Stream(grpc.aio.UnaryStreamClientInterceptor):
+            async def intercept_unary_stream(self, continuation, details, request):
+                return await recorder.intercept_unary_stream(
+                    continuation, details, request)
+
+        return [Unary(), Stream()]
+
+
+WANT_TRANSPORT = {
+    ('JSONRPC', '1.0'): 'JsonRpcTransport',
+    ('JSONRPC', '0.3'): 'CompatJsonRpcTransport',
+    ('HTTP+JSON', '1.0'): 'RestTransport',
+    ('GRPC', '1.0'): 'GrpcTransport',
+    ('GRPC', '0.3'): 'CompatGrpcTransport',
+}
+LABELS = {
+    ('JSONRPC', '1.0'): 'python-v1',
+    ('JSONRPC', '0.3'): 'python-v0.3',
+    ('HTTP+JSON', '1.0'): 'python-rest-v1',
+    ('GRPC', '1.0'): 'python-grpc-v1',
+    ('GRPC', '0.3'): 'python-grpc-v0.3',
+}
+
+
+def grpc_target(url: str) -> str:
+    """The card's v0.3 gRPC url is `http://host:port`; grpc wants `host:port`."""
+    for scheme in ('http://', 'https://', 'grpc://'):
+        if url.startswith(scheme):
+            return url[len(scheme):].rstrip('/')
+    return url
+
+
 class Runner:
-    def __init__(self, base: str, version: str) -> None:
+    def __init__(self, base: str, version: str, binding: str = 'JSONRPC') -> None:
         self.base = base.rstrip('/')
         self.version = version
+        self.binding = binding
         self.legacy = version == '0.3'
-        self.label = 'python-v1' if version == '1.0' else 'python-v0.3'
+        self.label = LABELS[(binding, version)]
         self.failed = 0
-        self.wire: list[tuple[str, str]] = []  # (A2A-Version header, method)
+        # JSONRPC: (A2A-Version header, method); HTTP+JSON: (header, "VERB path");
+        # GRPC: (a2a-version metadata, method path, a2a-tenant, request tenant).
+        self.wire: list[tuple] = []
         self.http = httpx.AsyncClient(
             timeout=30.0, event_hooks={'request': [self._record]}
         )
+        self.grpc_recorder = GrpcRecorder(self.wire)
+        self.channels: list = []
         self.echo_task: Task | None = None
         self.writer_task_id = ''
+        self.current_agent = ''
+
+    def _channel(self, url: str):
+        channel = grpc.aio.insecure_channel(
+            grpc_target(url), interceptors=self.grpc_recorder.interceptors())
+        self.channels.append(channel)
+        return channel
 
     async def _record(self, request: httpx.Request) -> None:
-        if request.method == 'POST':
-            body = json.loads(request.content or b'{}')
-            self.wire.append(
-                (request.headers.get('A2A-Version', ''), body.get('method', ''))
-            )
+        if request.url.path.endswith('/.well-known/agent-card.json'):
+            return
+        header = request.headers.get('A2A-Version', '')
+        if self.binding == 'JSONRPC':
+            if request.method == 'POST':
+                body = json.loads(request.content or b'{}')
+                self.wire.append((header, body.get('method', '')))
+        else:
+            self.wire.append((header, f'{request.method} {request.url.path}'))
 
     def agent_url(self, agent: str) -> str:
         return f'{self.base}/{agent}'
@@ -109,28 +222,69 @@ class Runner:
         """Card discovery with the SDK's resolver, client from ClientFactory."""
         resolver = A2ACardResolver(self.http, self.agent_url(agent))
         card = await resolver.get_agent_card()
-        if self.legacy:
-            # A v0.3 client: keep only the interfaces the card advertises for
-            # protocol 0.3 so the factory negotiates the compat transport.
-            legacy = [
-                i for i in card.supported_interfaces
-                if is_legacy_version(i.protocol_version)
-            ]
-            check(legacy, f'{agent} card has no protocolVersion 0.3 interface')
-            del card.supported_interfaces[:]
-            card.supported_interfaces.extend(legacy)
-        factory = ClientFactory(
-            ClientConfig(streaming=streaming, httpx_client=self.http)
-        )
-        client = factory.create(card)
-        want = 'CompatJsonRpcTransport' if self.legacy else 'JsonRpcTransport'
-        got = type(client._transport).__name__  # sanity check of negotiation
+        # Keep only the interfaces the card advertises for this run's binding
+        # and protocol version, so the factory builds exactly that transport
+        # (both factories prefer 1.0 whenever the card offers it).
+        keep = [
+            i for i in card.supported_interfaces
+            if i.protocol_binding == self.binding
+            and is_legacy_version(i.protocol_version) == self.legacy
+        ]
+        check(keep, f'{agent} card has no {self.binding} {self.version} interface')
+        del card.supported_interfaces[:]
+        card.supported_interfaces.extend(keep)
+        factory = ClientFactory(ClientConfig(
+            streaming=streaming,
+            httpx_client=self.http,
+            supported_protocol_bindings=[self.binding],
+            grpc_channel_factory=self._channel,
+        ))
+        interceptors = []
+        if self.binding == 'GRPC' and self.legacy:
+            interceptors.append(TenantMetadata(keep[0].tenant or agent))
+        client = factory.create(card, interceptors)
+        self.current_agent = agent
+        want = WANT_TRANSPORT[(self.binding, self.version)]
+        transport = client._transport  # sanity check of negotiation
+        if self.binding == 'GRPC' and not self.legacy:
+            # The v1.0 interface carries `tenant`: the factory wraps the
+            # transport in TenantTransportDecorator, which fills request.tenant.
+            check(type(transport).__name__ == 'TenantTransportDecorator',
+                  f'factory did not apply the interface tenant: {type(transport).__name__}')
+            check(keep[0].tenant == agent,
+                  f'{agent} GRPC 1.0 interface tenant {keep[0].tenant!r}')
+        transport = getattr(transport, '_base', transport)
+        got = type(transport).__name__
         check(got == want, f'factory chose {got}, wanted {want}')
         return client
 
-    def check_wire(self, since: int) -> None:
-        """Every JSON-RPC request since `since` used this run's protocol."""
-        for header, method in self.wire[since:]:
+    def check_wire(self, since: int, flow: str) -> None:
+        """Every request since `since` used this run's binding and protocol."""
+        calls = self.wire[since:]
+        if flow == 'card':  # plain GETs of the card only
+            return
+        if self.binding == 'GRPC':
+            service = '/a2a.v1.A2AService/' if self.legacy else '/lf.a2a.v1.A2AService/'
+            check(calls, 'no gRPC call was recorded')
+            for version, method, md_tenant, req_tenant in calls:
+                check(method.startswith(service),
+                      f'{self.label} called {method}, want {service}*')
+                check(version == self.version,
+                      f'{method} sent a2a-version {version!r}')
+                if self.legacy:
+                    check(md_tenant != '', f'{method} sent no a2a-tenant metadata')
+                else:
+                    check(req_tenant, f'{method} request has no tenant')
+            return
+        if self.binding == 'HTTP+JSON':
+            check(calls, 'no REST request was recorded')
+            for header, call in calls:
+                path = call.split(' ', 1)[1]
+                check(header == '1.0', f'REST {call} with A2A-Version {header!r}')
+                check('/rest/' in path and '/rest/v1/' not in path,
+                      f'REST v1.0 request to {call}')
+            return
+        for header, method in calls:
             if self.legacy:
                 check(header == '0.3' and '/' in method,
                       f'v0.3 run sent {method!r} with A2A-Version {header!r}')
@@ -340,6 +494,18 @@ class Runner:
                           f'{state_name(got.status.state)}, want TaskNotCancelable')
         except TaskNotCancelableError:
             pass
+        except A2AClientError as e:
+            # CompatGrpcTransport (v0.3) types gRPC errors only from a details
+            # string `TaskNotCancelableError: ...` (the SDK's own v0.3 server
+            # convention; the v0.3 spec only fixes the status code). Accept the
+            # spec's FAILED_PRECONDITION and record the untyped error.
+            cause = e.__cause__
+            check(self.binding == 'GRPC' and self.legacy and
+                  isinstance(cause, grpc.aio.AioRpcError) and
+                  cause.code() == grpc.StatusCode.FAILED_PRECONDITION,
+                  f'canceling a completed task raised {type(e).__name__}: {e}')
+            again_note += ('; completed-task cancel -> FAILED_PRECONDITION, '
+                           f'untyped by the SDK (details {cause.details()!r})')
         return again_note
 
     async def run(self) -> int:
@@ -357,7 +523,7 @@ class Runner:
             since = len(self.wire)
             try:
                 note = await asyncio.wait_for(flow(), timeout=60)
-                self.check_wire(since)
+                self.check_wire(since, name)
                 print(f'PASS {self.label} {name}' + (f' ({note})' if note else ''),
                       flush=True)
             except Exception as e:  # noqa: BLE001
@@ -367,14 +533,19 @@ class Runner:
                       flush=True)
                 traceback.print_exc(file=sys.stderr)
         await self.http.aclose()
+        for channel in self.channels:
+            await channel.close()
         return 1 if self.failed else 0
 
 
 def main() -> int:
-    if len(sys.argv) != 3 or sys.argv[2] not in ('1.0', '0.3'):
+    args = sys.argv[1:]
+    if len(args) == 2:
+        args.append('JSONRPC')
+    if len(args) != 3 or (args[2], args[1]) not in LABELS:
         print(__doc__, file=sys.stderr)
         return 2
-    return asyncio.run(Runner(sys.argv[1], sys.argv[2]).run())
+    return asyncio.run(Runner(*args).run())
 
 
 if __name__ == '__main__':

@@ -1,0 +1,566 @@
+//! The gRPC transport (v1 §10): the v1.0 service `lf.a2a.v1.A2AService` and
+//! the v0.3 service `a2a.v1.A2AService` over one lazily connected channel.
+//!
+//! * v1.0 requests carry the interface's `tenant` in their `tenant` field;
+//!   v0.3 requests have none, so it goes in the `a2a-tenant` metadata (what
+//!   Heddle's server routes by).
+//! * Every call carries `a2a-version`, the credentials and the extra headers
+//!   as metadata (gRPC keys are lowercase).
+//! * A2A errors arrive as a `google.rpc.Status` in the status details; a
+//!   status without one is mapped by its code. Unavailable and deadline
+//!   errors are transport errors, so idempotent calls retry them.
+
+use std::{future::Future, sync::OnceLock, time::Duration};
+
+use futures::StreamExt;
+use heddle_core::{
+    A2aError, ErrorCode, ProtocolVersion, compat::v03_proto as conv, rpc, v1, v03_proto as pb,
+};
+use heddle_proto::{
+    v1::a2a_service_client::A2aServiceClient as V1Client,
+    v03::a2a_service_client::A2aServiceClient as V03Client,
+};
+use prost::Message as _;
+use serde::Serialize;
+use tonic::{
+    Code, Status,
+    codec::Streaming,
+    metadata::{AsciiMetadataKey, AsciiMetadataValue},
+    transport::{Channel, ClientTlsConfig, Endpoint},
+};
+
+use crate::{
+    ClientError, WireLog,
+    client::{EventStream, MAX_EVENT, SendReply, send_reply},
+    credentials::{KeyPlace, api_key_place, is_sensitive_header},
+};
+
+/// Metadata key naming the agent of a v0.3 request (v0.3 has no tenant field).
+const TENANT_METADATA: &str = "a2a-tenant";
+
+/// One agent's gRPC interface: the channel and what every call carries.
+pub(crate) struct GrpcTransport {
+    /// Where to connect (validated when the client is built).
+    endpoint: Endpoint,
+    /// Connected on first use: building a channel needs a Tokio runtime,
+    /// which [`crate::A2aClient::from_card`] (a plain fn) may lack.
+    channel: OnceLock<Channel>,
+    version: ProtocolVersion,
+    tenant: String,
+    /// `(key, value, redact in the wire log)`.
+    metadata: Vec<(AsciiMetadataKey, AsciiMetadataValue, bool)>,
+    timeout: Duration,
+    wire_log: Option<WireLog>,
+}
+
+impl std::fmt::Debug for GrpcTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GrpcTransport")
+            .field("uri", self.endpoint.uri())
+            .field("version", &self.version)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The endpoint URI of a card's gRPC URL: a bare `host:port` is plaintext
+/// (`http://`), as Heddle's own cards list it for v1.0.
+fn endpoint_uri(url: &str) -> String {
+    if url.contains("://") {
+        url.to_owned()
+    } else {
+        format!("http://{url}")
+    }
+}
+
+impl GrpcTransport {
+    /// A transport for `iface` presenting `opts`' credentials and headers.
+    pub(crate) fn new(
+        card: &v1::AgentCard,
+        iface: &v1::AgentInterface,
+        version: ProtocolVersion,
+        opts: &crate::ClientOptions,
+    ) -> Result<Self, ClientError> {
+        let uri = endpoint_uri(&iface.url);
+        let bad = |e: tonic::transport::Error| {
+            ClientError::NoInterface(format!("gRPC URL {:?}: {e}", iface.url))
+        };
+        let mut endpoint = Endpoint::from_shared(uri.clone())
+            .map_err(bad)?
+            .connect_timeout(Duration::from_secs(10))
+            .user_agent(concat!("heddle/", env!("CARGO_PKG_VERSION")))
+            .map_err(bad)?;
+        if uri.starts_with("https://") {
+            endpoint = endpoint
+                .tls_config(ClientTlsConfig::new().with_webpki_roots())
+                .map_err(bad)?;
+        }
+
+        let mut pairs: Vec<(String, String)> = vec![("a2a-version".into(), version.to_string())];
+        if version == ProtocolVersion::V0_3 && !iface.tenant.is_empty() {
+            pairs.push((TENANT_METADATA.into(), iface.tenant.clone()));
+        }
+        if let Some(t) = &opts.credentials.bearer {
+            pairs.push(("authorization".into(), format!("Bearer {}", t.expose())));
+        }
+        if let Some(k) = &opts.credentials.api_key {
+            match api_key_place(card) {
+                // gRPC has no query string: a query key travels under its name.
+                KeyPlace::Header(name) | KeyPlace::Query(name) => {
+                    pairs.push((name, k.expose().to_owned()));
+                }
+                KeyPlace::Cookie(name) => {
+                    pairs.push(("cookie".into(), format!("{name}={}", k.expose())));
+                }
+            }
+        }
+        pairs.extend(opts.headers.iter().cloned());
+
+        let mut metadata = Vec::new();
+        for (k, v) in pairs {
+            let name = k.to_ascii_lowercase();
+            // Binary (`-bin`) keys and non-ASCII values cannot be sent as text: skip them.
+            match (
+                AsciiMetadataKey::from_bytes(name.as_bytes()),
+                AsciiMetadataValue::try_from(v.as_str()),
+            ) {
+                (Ok(key), Ok(mut value)) => {
+                    let secret = is_sensitive_header(&name);
+                    value.set_sensitive(secret);
+                    metadata.push((key, value, secret));
+                }
+                _ => tracing::warn!(header = %name, "skipped: not valid as gRPC metadata"),
+            }
+        }
+        Ok(Self {
+            endpoint,
+            channel: OnceLock::new(),
+            version,
+            tenant: iface.tenant.clone(),
+            metadata,
+            timeout: opts.timeout,
+            wire_log: opts.wire_log.clone(),
+        })
+    }
+
+    fn channel(&self) -> Channel {
+        if let Some(c) = self.channel.get() {
+            return c.clone();
+        }
+        let c = self.endpoint.connect_lazy();
+        // A concurrent first call may have won: use whichever was stored.
+        self.channel.get_or_init(|| c).clone()
+    }
+
+    fn log(&self, line: impl FnOnce() -> String) {
+        if let Some(log) = &self.wire_log {
+            log(&line());
+        }
+    }
+
+    /// A request with the metadata, logged with secrets redacted.
+    fn request<T: Serialize>(&self, method: &str, msg: T) -> tonic::Request<T> {
+        self.log(|| {
+            let mut lines = vec![format!("> gRPC {method} {}", self.endpoint.uri())];
+            lines.extend(self.metadata.iter().map(|(k, v, secret)| {
+                if *secret {
+                    format!("> {k}: ***")
+                } else {
+                    format!("> {k}: {}", v.to_str().unwrap_or("?"))
+                }
+            }));
+            lines.push(format!("> {}", json(&msg)));
+            lines.join("\n")
+        });
+        let mut req = tonic::Request::new(msg);
+        for (k, v, _) in &self.metadata {
+            req.metadata_mut().append(k.clone(), v.clone());
+        }
+        req
+    }
+
+    /// One unary call, bounded by the client's timeout.
+    async fn unary<Req, Resp, F, Fut>(
+        &self,
+        method: &str,
+        msg: Req,
+        call: F,
+    ) -> Result<Resp, ClientError>
+    where
+        Req: Serialize,
+        Resp: Serialize,
+        F: FnOnce(Channel, tonic::Request<Req>) -> Fut,
+        Fut: Future<Output = Result<tonic::Response<Resp>, Status>>,
+    {
+        let mut req = self.request(method, msg);
+        req.set_timeout(self.timeout);
+        let result = tokio::time::timeout(self.timeout, call(self.channel(), req))
+            .await
+            .map_err(|_| ClientError::Transport(format!("{method}: timed out")))?;
+        match result {
+            Ok(resp) => {
+                let resp = resp.into_inner();
+                self.log(|| format!("< {}", json(&resp)));
+                Ok(resp)
+            }
+            Err(status) => {
+                self.log(|| format!("< {:?}: {}", status.code(), status.message()));
+                Err(status_error(&status))
+            }
+        }
+    }
+
+    /// A server-streaming call as an [`EventStream`], each event upgraded by `to_v1`.
+    async fn stream<Req, Ev, F, Fut>(
+        &self,
+        method: &str,
+        msg: Req,
+        call: F,
+        to_v1: fn(Ev) -> v1::StreamResponse,
+    ) -> Result<EventStream, ClientError>
+    where
+        Req: Serialize,
+        Ev: Serialize + Send + 'static,
+        F: FnOnce(Channel, tonic::Request<Req>) -> Fut,
+        Fut: Future<Output = Result<tonic::Response<Streaming<Ev>>, Status>>,
+    {
+        let req = self.request(method, msg);
+        let events = match call(self.channel(), req).await {
+            Ok(resp) => resp.into_inner(),
+            Err(status) => {
+                self.log(|| format!("< {:?}: {}", status.code(), status.message()));
+                return Err(status_error(&status));
+            }
+        };
+        let log = self.wire_log.clone();
+        Ok(Box::pin(events.map(move |item| match item {
+            Ok(ev) => {
+                if let Some(log) = &log {
+                    log(&format!("< {}", json(&ev)));
+                }
+                Ok(to_v1(ev))
+            }
+            Err(status) => {
+                if let Some(log) = &log {
+                    log(&format!("< {:?}: {}", status.code(), status.message()));
+                }
+                Err(match status_error(&status) {
+                    ClientError::Transport(m) => {
+                        ClientError::Transport(format!("stream interrupted: {m}"))
+                    }
+                    other => other,
+                })
+            }
+        })))
+    }
+
+    fn v1(ch: Channel) -> V1Client<Channel> {
+        V1Client::new(ch).max_decoding_message_size(MAX_EVENT)
+    }
+
+    fn v03(ch: Channel) -> V03Client<Channel> {
+        V03Client::new(ch).max_decoding_message_size(MAX_EVENT)
+    }
+
+    // ---- operations (requests already carry the tenant where v1.0 has one) ----------
+
+    pub(crate) async fn send(&self, req: v1::SendMessageRequest) -> Result<SendReply, ClientError> {
+        match self.version {
+            ProtocolVersion::V1_0 => {
+                let r = self
+                    .unary("SendMessage", req, |ch, r| async move {
+                        Self::v1(ch).send_message(r).await
+                    })
+                    .await?;
+                send_reply(r)
+            }
+            ProtocolVersion::V0_3 => {
+                let msg = conv::send_request_from_v1(&req);
+                let r = self
+                    .unary("SendMessage", msg, |ch, r| async move {
+                        Self::v03(ch).send_message(r).await
+                    })
+                    .await?;
+                send_reply(conv::send_response_to_v1(&r))
+            }
+        }
+    }
+
+    pub(crate) async fn send_streaming(
+        &self,
+        req: v1::SendMessageRequest,
+    ) -> Result<EventStream, ClientError> {
+        match self.version {
+            ProtocolVersion::V1_0 => {
+                self.stream(
+                    "SendStreamingMessage",
+                    req,
+                    |ch, r| async move { Self::v1(ch).send_streaming_message(r).await },
+                    |e| e,
+                )
+                .await
+            }
+            ProtocolVersion::V0_3 => {
+                let msg = conv::send_request_from_v1(&req);
+                self.stream(
+                    "SendStreamingMessage",
+                    msg,
+                    |ch, r| async move { Self::v03(ch).send_streaming_message(r).await },
+                    |e| conv::stream_response_to_v1(&e),
+                )
+                .await
+            }
+        }
+    }
+
+    pub(crate) async fn get_task(
+        &self,
+        id: &str,
+        history_length: Option<i32>,
+    ) -> Result<v1::Task, ClientError> {
+        match self.version {
+            ProtocolVersion::V1_0 => {
+                let req = v1::GetTaskRequest {
+                    tenant: self.tenant.clone(),
+                    id: id.to_owned(),
+                    history_length,
+                };
+                self.unary("GetTask", req, |ch, r| async move {
+                    Self::v1(ch).get_task(r).await
+                })
+                .await
+            }
+            ProtocolVersion::V0_3 => {
+                let req = pb::GetTaskRequest {
+                    name: conv::task_name(id),
+                    // v0.3 reads 0 as "all"; v1.0's "none" is the nearest it can say.
+                    history_length: history_length.map_or(0, |n| n.max(1)),
+                };
+                let t = self
+                    .unary("GetTask", req, |ch, r| async move {
+                        Self::v03(ch).get_task(r).await
+                    })
+                    .await?;
+                let mut t = conv::task_to_v1(&t);
+                if history_length == Some(0) {
+                    t.history.clear();
+                }
+                Ok(t)
+            }
+        }
+    }
+
+    pub(crate) async fn list_tasks(
+        &self,
+        req: v1::ListTasksRequest,
+    ) -> Result<v1::ListTasksResponse, ClientError> {
+        match self.version {
+            ProtocolVersion::V1_0 => {
+                self.unary("ListTasks", req, |ch, r| async move {
+                    Self::v1(ch).list_tasks(r).await
+                })
+                .await
+            }
+            ProtocolVersion::V0_3 => {
+                Err(ClientError::NoInterface("A2A 0.3 has no ListTasks".into()))
+            }
+        }
+    }
+
+    pub(crate) async fn cancel_task(&self, id: &str) -> Result<v1::Task, ClientError> {
+        match self.version {
+            ProtocolVersion::V1_0 => {
+                let req = v1::CancelTaskRequest {
+                    tenant: self.tenant.clone(),
+                    id: id.to_owned(),
+                    metadata: None,
+                };
+                self.unary("CancelTask", req, |ch, r| async move {
+                    Self::v1(ch).cancel_task(r).await
+                })
+                .await
+            }
+            ProtocolVersion::V0_3 => {
+                let req = pb::CancelTaskRequest {
+                    name: conv::task_name(id),
+                };
+                let t = self
+                    .unary("CancelTask", req, |ch, r| async move {
+                        Self::v03(ch).cancel_task(r).await
+                    })
+                    .await?;
+                Ok(conv::task_to_v1(&t))
+            }
+        }
+    }
+
+    pub(crate) async fn subscribe(&self, id: &str) -> Result<EventStream, ClientError> {
+        match self.version {
+            ProtocolVersion::V1_0 => {
+                let req = v1::SubscribeToTaskRequest {
+                    tenant: self.tenant.clone(),
+                    id: id.to_owned(),
+                };
+                self.stream(
+                    "SubscribeToTask",
+                    req,
+                    |ch, r| async move { Self::v1(ch).subscribe_to_task(r).await },
+                    |e| e,
+                )
+                .await
+            }
+            ProtocolVersion::V0_3 => {
+                let req = pb::TaskSubscriptionRequest {
+                    name: conv::task_name(id),
+                };
+                self.stream(
+                    "TaskSubscription",
+                    req,
+                    |ch, r| async move { Self::v03(ch).task_subscription(r).await },
+                    |e| conv::stream_response_to_v1(&e),
+                )
+                .await
+            }
+        }
+    }
+
+    pub(crate) async fn extended_card(&self) -> Result<v1::AgentCard, ClientError> {
+        match self.version {
+            ProtocolVersion::V1_0 => {
+                let req = v1::GetExtendedAgentCardRequest {
+                    tenant: self.tenant.clone(),
+                };
+                self.unary("GetExtendedAgentCard", req, |ch, r| async move {
+                    Self::v1(ch).get_extended_agent_card(r).await
+                })
+                .await
+            }
+            ProtocolVersion::V0_3 => {
+                // v0.3's GetAgentCard answers with the extended card to an
+                // authenticated caller of an agent that has one.
+                let c = self
+                    .unary(
+                        "GetAgentCard",
+                        pb::GetAgentCardRequest {},
+                        |ch, r| async move { Self::v03(ch).get_agent_card(r).await },
+                    )
+                    .await?;
+                Ok(conv::card_to_v1(&c))
+            }
+        }
+    }
+}
+
+/// A message in ProtoJSON, for the wire log.
+fn json<T: Serialize>(msg: &T) -> String {
+    serde_json::to_string(msg).unwrap_or_else(|e| format!("(not printable: {e})"))
+}
+
+/// The client error of a gRPC status: the A2A error in its details, else the
+/// closest one to its code (transport codes are [`ClientError::Transport`], so
+/// idempotent calls retry them; auth codes are their HTTP equivalents, since
+/// A2A has no error for them).
+pub(crate) fn status_error(status: &Status) -> ClientError {
+    if !status.details().is_empty()
+        && let Ok(st) = rpc::Status::decode(status.details())
+    {
+        return ClientError::A2a(A2aError::from_grpc_status(&st));
+    }
+    let message = status.message().to_owned();
+    match status.code() {
+        Code::Unavailable | Code::DeadlineExceeded | Code::Unknown | Code::Cancelled => {
+            ClientError::Transport(format!("gRPC {:?}: {message}", status.code()))
+        }
+        Code::Unauthenticated => ClientError::Http {
+            status: 401,
+            message,
+        },
+        Code::PermissionDenied => ClientError::Http {
+            status: 403,
+            message,
+        },
+        Code::ResourceExhausted => ClientError::Http {
+            status: 429,
+            message,
+        },
+        Code::FailedPrecondition => {
+            ClientError::A2a(A2aError::new(ErrorCode::UnsupportedOperation, message))
+        }
+        code => ClientError::A2a(A2aError::from_grpc_status(&rpc::Status {
+            code: code as i32,
+            message,
+            details: Vec::new(),
+        })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_map_to_client_errors() {
+        let err = A2aError::task_not_found("t-1");
+        let st = err.to_grpc_status();
+        let status = Status::with_details(
+            Code::NotFound,
+            st.message.clone(),
+            st.encode_to_vec().into(),
+        );
+        match status_error(&status) {
+            ClientError::A2a(e) => assert_eq!(e, err),
+            other => panic!("{other:?}"),
+        }
+        let bare = status_error(&Status::invalid_argument("bad"));
+        assert!(
+            matches!(&bare, ClientError::A2a(e) if e.code == ErrorCode::InvalidParams),
+            "{bare:?}"
+        );
+        let down = status_error(&Status::unavailable("tcp connect error"));
+        assert!(down.is_transient(), "{down:?}");
+        assert!(matches!(
+            status_error(&Status::unauthenticated("who?")),
+            ClientError::Http { status: 401, .. }
+        ));
+    }
+
+    #[test]
+    fn metadata_carries_version_tenant_credentials_and_headers() {
+        let card = v1::AgentCard::default();
+        let iface = v1::AgentInterface {
+            url: "127.0.0.1:50051".into(),
+            protocol_binding: "GRPC".into(),
+            tenant: "echo".into(),
+            protocol_version: "0.3".into(),
+        };
+        let opts = crate::ClientOptions {
+            credentials: crate::Credentials {
+                bearer: Some(crate::Secret::new("tok")),
+                api_key: Some(crate::Secret::new("key")),
+            },
+            headers: vec![
+                ("X-Trace".into(), "1".into()),
+                ("bad header".into(), "x".into()),
+            ],
+            ..Default::default()
+        };
+        let t = GrpcTransport::new(&card, &iface, ProtocolVersion::V0_3, &opts).expect("ok");
+        assert_eq!(t.endpoint.uri().to_string(), "http://127.0.0.1:50051/");
+        let got: Vec<(String, String, bool)> = t
+            .metadata
+            .iter()
+            .map(|(k, v, s)| (k.to_string(), v.to_str().unwrap_or("?").to_owned(), *s))
+            .collect();
+        let want = [
+            ("a2a-version", "0.3", false),
+            ("a2a-tenant", "echo", false),
+            ("authorization", "Bearer tok", true),
+            ("api-key", "key", true),
+            ("x-trace", "1", false),
+        ];
+        let want: Vec<(String, String, bool)> = want
+            .iter()
+            .map(|(k, v, s)| ((*k).to_owned(), (*v).to_owned(), *s))
+            .collect();
+        assert_eq!(got, want);
+    }
+}
