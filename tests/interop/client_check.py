@@ -30,7 +30,11 @@ Usage: client_check.py CHECK FILE [ARGS...]
       FILE holds the `--debug` stderr. Every request was a POST (JSON-RPC) or
       went to a v1.0 REST path, with the method names / paths and the
       A2A-Version header of VERSION (1.0: header "1.0", PascalCase methods;
-      0.3: no 1.0 header, slash methods). Prints a short summary.
+      0.3: no 1.0 header, slash methods). With BINDING grpc: every
+      `> gRPC Method URL` call has a PascalCase method, `a2a-version: VERSION`
+      metadata, and the version's proto shape (v1.0 Message.parts and
+      GetTask/CancelTask {id}; v0.3 Message.content and {name: tasks/ID}).
+      Prints a short summary.
 
 Exits 1 with a one-line reason on failure.
 """
@@ -194,6 +198,9 @@ def cmd_list(path: str, *ids: str) -> None:
 def cmd_wire(path: str, version: str, binding: str) -> None:
     with open(path, encoding='utf-8') as f:
         lines = f.read().splitlines()
+    if binding == 'grpc':
+        cmd_wire_grpc(lines, version)
+        return
     requests = []  # [method, url, headers, body]
     for line in lines:
         m = re.match(r'^> (GET|POST|PUT|DELETE) (\S+)$', line)
@@ -230,6 +237,48 @@ def cmd_wire(path: str, version: str, binding: str) -> None:
             check('/v1/' not in path_part, f'REST v1.0 run used a v0.3 path {path_part}')
             path_part = re.sub(r'^.*?/(message:|tasks)', r'/\1', path_part)
             seen.append(f'{verb} ' + re.sub(r'/tasks/[^/:?]+', '/tasks/{id}', path_part))
+    print(', '.join(seen))
+
+
+def cmd_wire_grpc(lines: list[str], version: str) -> None:
+    """`--debug` of the gRPC transport: `> gRPC Method URL`, then `> key: value`
+    metadata lines and `> {json}` (the request message as proto JSON)."""
+    calls = []  # [method, url, metadata, body]
+    for line in lines:
+        m = re.match(r'^> gRPC (\S+) (\S+)$', line)
+        if m:
+            calls.append([m.group(1), m.group(2), [], None])
+        elif line.startswith('> ') and calls:
+            content = line[2:]
+            if content.startswith('{'):
+                calls[-1][3] = content
+            else:
+                calls[-1][2].append(content)
+    check(calls, 'no gRPC calls in the --debug output')
+    seen = []
+    for method, url, metadata, body in calls:
+        check(re.fullmatch(r'[A-Z][A-Za-z]+', method) is not None,
+              f'gRPC method {method!r} is not a PascalCase RPC name')
+        versions = [h.split(':', 1)[1].strip() for h in metadata
+                    if h.lower().startswith('a2a-version:')]
+        check(versions == [version],
+              f'gRPC {method}: a2a-version metadata {versions}, want [{version!r}]')
+        check(body is not None, f'gRPC {method} without a logged request')
+        req = json.loads(body)
+        message = req.get('message')
+        if message is not None:
+            # v1.0 Message.parts; v0.3 (a2a.v1 proto) Message.content.
+            key, other = ('parts', 'content') if version == '1.0' else ('content', 'parts')
+            check(key in message and other not in message,
+                  f'gRPC {method} v{version}: message keys {sorted(message)}, want {key!r}')
+        if method in ('GetTask', 'CancelTask'):
+            # v1.0 {id}; v0.3 {name: "tasks/ID"}.
+            if version == '1.0':
+                check('id' in req and 'name' not in req, f'gRPC {method} v1.0 request {req}')
+            else:
+                check(str(req.get('name', '')).startswith('tasks/'),
+                      f'gRPC {method} v0.3 request {req}, want name tasks/ID')
+        seen.append(f'{method} a2a-version {version}')
     print(', '.join(seen))
 
 

@@ -2,7 +2,8 @@
 # Interop suite, reverse direction: Heddle's client (the `heddle` CLI) against
 # agents served by the official A2A SDKs (servers/python_server.py on a2a-sdk,
 # servers/js_server.mjs on @a2a-js/sdk), over every binding and version both
-# sides speak: JSON-RPC 1.0, JSON-RPC 0.3, HTTP+JSON (REST) 1.0.
+# sides speak: JSON-RPC 1.0, JSON-RPC 0.3, HTTP+JSON (REST) 1.0, gRPC 1.0 and
+# gRPC 0.3 (`--binding grpc`, to the GRPC interface the card lists).
 #
 #   HEDDLE_BIN  the heddle binary (default: target/debug/heddle, built with
 #               `cargo build -p heddle` when missing)
@@ -260,7 +261,7 @@ client_flows() {
   label="$server"
   flow card flow_card
   flow negotiate flow_negotiate
-  for combo in "jsonrpc 1.0" "jsonrpc 0.3" "rest 1.0"; do
+  for combo in "jsonrpc 1.0" "jsonrpc 0.3" "rest 1.0" "grpc 1.0" "grpc 0.3"; do
     read -r binding version <<<"$combo"
     label="$server-$binding-$version"
     common=(--binding "$binding" --a2a-version "$version" -o json)
@@ -278,7 +279,6 @@ client_flows() {
   # Served by the SDK and listed on its card, but not spoken by heddle's client.
   run send "$url" "echo hello" --binding rest --a2a-version 0.3 -o json
   skip "$server-rest-0.3" "the server offers HTTP+JSON 0.3; heddle's client speaks REST as 1.0 only: exit $rc, $(head -c 120 "$work/err" | tr '\n' ' ')"
-  skip "$server-grpc" "the server offers gRPC 1.0 + 0.3 at 127.0.0.1:$grpc_port; heddle's client does not speak gRPC"
 }
 
 # ------------------------------------------------------------------ servers

@@ -282,6 +282,14 @@ impl A2aClient {
             .get("www-authenticate")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
+        // Retry-After in its delay-seconds form (the HTTP-date form is rare
+        // from APIs and is treated as absent).
+        let retry_after = resp
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
         let body = resp.bytes().await?;
         self.log(|| format!("< HTTP {status}\n< {}", String::from_utf8_lossy(&body)));
         if status == 200 {
@@ -294,7 +302,11 @@ impl A2aClient {
         }
         let message = challenge
             .unwrap_or_else(|| String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned());
-        Err(ClientError::Http { status, message })
+        Err(ClientError::Http {
+            status,
+            message,
+            retry_after,
+        })
     }
 
     /// Retries `f` on transient failures with jittered exponential backoff
@@ -311,7 +323,16 @@ impl A2aClient {
                     attempt += 1;
                     let base = 100u64 << attempt.min(6);
                     let jitter = rand::random::<u64>() % base;
-                    tokio::time::sleep(Duration::from_millis(base / 2 + jitter)).await;
+                    let backoff = Duration::from_millis(base / 2 + jitter);
+                    // The server's Retry-After wins, capped so a call cannot hang for long.
+                    let wait = match &e {
+                        ClientError::Http {
+                            retry_after: Some(ra),
+                            ..
+                        } => (*ra).min(Duration::from_secs(60)),
+                        _ => backoff,
+                    };
+                    tokio::time::sleep(wait).await;
                 }
                 other => return other,
             }

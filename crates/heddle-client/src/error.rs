@@ -16,6 +16,8 @@ pub enum ClientError {
         status: u16,
         /// What the server said (first bytes of the body), or the `WWW-Authenticate` challenge.
         message: String,
+        /// The server's `Retry-After`, in seconds form, when it sent one.
+        retry_after: Option<std::time::Duration>,
     },
     /// The answer could not be read as A2A.
     #[error("invalid response: {0}")]

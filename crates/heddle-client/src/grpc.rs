@@ -473,14 +473,17 @@ pub(crate) fn status_error(status: &Status) -> ClientError {
         Code::Unauthenticated => ClientError::Http {
             status: 401,
             message,
+            retry_after: None,
         },
         Code::PermissionDenied => ClientError::Http {
             status: 403,
             message,
+            retry_after: None,
         },
         Code::ResourceExhausted => ClientError::Http {
             status: 429,
             message,
+            retry_after: None,
         },
         Code::FailedPrecondition => {
             ClientError::A2a(A2aError::new(ErrorCode::UnsupportedOperation, message))
