@@ -37,7 +37,11 @@ fn main() -> Result<(), Box<dyn Error>> {
         .ignore_unknown_fields()
         .extern_path(".google.protobuf", "crate::wkt")
         // Hand-written in src/manual_serde.rs (see there for why).
-        .exclude([".lf.a2a.v1.ListTasksResponse", ".lf.a2a.v1.Part"])
+        .exclude([
+            ".lf.a2a.v1.ListTasksResponse",
+            ".lf.a2a.v1.Part",
+            ".lf.a2a.v1.Message",
+        ])
         .build(&[".lf.a2a.v1", ".a2a.v1"])?;
     Ok(())
 }
