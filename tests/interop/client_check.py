@@ -234,7 +234,10 @@ def cmd_wire(path: str, version: str, binding: str) -> None:
             seen.append(method)
         else:
             path_part = re.sub(r'^https?://[^/]+', '', url)
-            check('/v1/' not in path_part, f'REST v1.0 run used a v0.3 path {path_part}')
+            if version == '1.0':
+                check('/v1/' not in path_part, f'REST v1.0 run used a v0.3 path {path_part}')
+            else:
+                check('/v1/' in path_part, f'REST v0.3 run used a v1.0 path {path_part}')
             path_part = re.sub(r'^.*?/(message:|tasks)', r'/\1', path_part)
             seen.append(f'{verb} ' + re.sub(r'/tasks/[^/:?]+', '/tasks/{id}', path_part))
     print(', '.join(seen))

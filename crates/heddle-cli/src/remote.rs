@@ -42,6 +42,23 @@ pub struct Connection {
     /// API key, sent where the agent's card says (header `api-key` by default).
     #[arg(long, global = true, env = "HEDDLE_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
+    /// OAuth 2.0 client-credentials: the client id (the token is fetched, cached and refreshed).
+    #[arg(long, global = true, env = "HEDDLE_OAUTH_CLIENT_ID")]
+    pub oauth_client_id: Option<String>,
+    /// OAuth 2.0 client-credentials: the client secret.
+    #[arg(
+        long,
+        global = true,
+        env = "HEDDLE_OAUTH_CLIENT_SECRET",
+        hide_env_values = true
+    )]
+    pub oauth_client_secret: Option<String>,
+    /// OAuth 2.0 token endpoint (default: the card's clientCredentials `tokenUrl`).
+    #[arg(long, global = true)]
+    pub oauth_token_url: Option<String>,
+    /// OAuth 2.0 scope to request (repeatable).
+    #[arg(long, global = true)]
+    pub oauth_scope: Vec<String>,
     /// Force a protocol version (`1.0` or `0.3`) instead of negotiating.
     #[arg(long, global = true)]
     pub a2a_version: Option<String>,
@@ -92,6 +109,16 @@ impl Connection {
             credentials: Credentials {
                 bearer: self.bearer.clone().map(Secret::new),
                 api_key: self.api_key.clone().map(Secret::new),
+                oauth2: match (&self.oauth_client_id, &self.oauth_client_secret) {
+                    (Some(id), Some(secret)) => Some(heddle_client::ClientCredentials {
+                        token_url: self.oauth_token_url.clone().unwrap_or_default(),
+                        client_id: id.clone(),
+                        client_secret: Secret::new(secret.clone()),
+                        scopes: self.oauth_scope.clone(),
+                    }),
+                    (None, None) => None,
+                    _ => anyhow::bail!("--oauth-client-id and --oauth-client-secret go together"),
+                },
             },
             headers,
             wire_log,

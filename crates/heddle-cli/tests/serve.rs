@@ -248,6 +248,35 @@ fn a_first_session_from_the_command_line() {
         .collect();
     assert!(lines[0].get("task").is_some() && lines.len() == 6, "{out}");
 
+    // REST in v0.3 (`/v1/` paths, ProtoJSON of the a2a.v1 proto).
+    let (code, out, _) = heddle(&[
+        "send",
+        &echo,
+        "old rest",
+        "-o",
+        "json",
+        "--binding",
+        "rest",
+        "--a2a-version",
+        "0.3",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let task: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON object");
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(task["artifacts"][0]["parts"][0]["text"], "old rest");
+    let (code, out, _) = heddle(&[
+        "send",
+        &stream,
+        "go",
+        "--stream",
+        "--binding",
+        "rest",
+        "--a2a-version",
+        "0.3",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("Part three: what to do next."), "{out}");
+
     // Multi-turn with --task-id, and a file part.
     let writer = format!("{}/api/v1/agents/writer", server.url);
     let (code, out, _) = heddle(&[

@@ -5,11 +5,12 @@ use std::{pin::Pin, sync::Arc, time::Duration};
 use futures::{Stream, StreamExt};
 use heddle_core::{
     A2aError, ProtocolVersion,
-    compat::v03,
+    compat::{v03, v03_proto},
     jsonrpc::ClientResponse,
     method::Method,
     sse::SseDecoder,
     v1::{self, send_message_response::Payload as SendPayload},
+    v03_proto as v03_pb,
 };
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::{Value, json};
@@ -134,6 +135,8 @@ pub struct A2aClient {
     /// The gRPC transport when the binding is gRPC (shared by clones, so
     /// they share one channel).
     grpc: Option<Arc<GrpcTransport>>,
+    /// OAuth 2.0 client-credentials tokens, when configured without a static bearer.
+    oauth: Option<crate::oauth::TokenSource>,
 }
 
 impl std::fmt::Debug for A2aClient {
@@ -181,6 +184,7 @@ impl A2aClient {
             )?)),
             Binding::JsonRpc | Binding::Rest => None,
         };
+        let oauth = crate::oauth::source_for(&card, &opts.credentials, &http);
         Ok(Self {
             http,
             card,
@@ -189,6 +193,7 @@ impl A2aClient {
             version,
             opts,
             grpc,
+            oauth,
         })
     }
 
@@ -233,6 +238,9 @@ impl A2aClient {
             headers.push(("A2A-Version".into(), "1.0".into()));
         }
         if let Some(t) = &self.opts.credentials.bearer {
+            headers.push(("Authorization".into(), format!("Bearer {}", t.expose())));
+        } else if let Some(t) = self.oauth.as_ref().and_then(|o| o.current()) {
+            // Fetched by `authorize` just before.
             headers.push(("Authorization".into(), format!("Bearer {}", t.expose())));
         }
         if let Some(k) = &self.opts.credentials.api_key {
@@ -292,7 +300,8 @@ impl A2aClient {
             .map(Duration::from_secs);
         let body = resp.bytes().await?;
         self.log(|| format!("< HTTP {status}\n< {}", String::from_utf8_lossy(&body)));
-        if status == 200 {
+        // Any 2xx: servers answer `201 Created` to a send, for one.
+        if (200..300).contains(&status) {
             return Ok(body);
         }
         if let Ok(v) = serde_json::from_slice::<Value>(&body)
@@ -317,8 +326,18 @@ impl A2aClient {
         Fut: std::future::Future<Output = Result<T, ClientError>>,
     {
         let mut attempt = 0;
+        let mut reauthorized = false;
         loop {
             match f().await {
+                // An OAuth token the agent rejects: fetch a new one, once.
+                Err(ClientError::Http { status: 401, .. })
+                    if self.oauth.is_some() && !reauthorized =>
+                {
+                    reauthorized = true;
+                    if let Some(o) = &self.oauth {
+                        o.invalidate();
+                    }
+                }
                 Err(e) if e.is_transient() && attempt < self.opts.retries => {
                     attempt += 1;
                     let base = 100u64 << attempt.min(6);
@@ -339,12 +358,21 @@ impl A2aClient {
         }
     }
 
+    /// Obtains (or reuses) the OAuth 2.0 token that `request` sends.
+    async fn authorize(&self) -> Result<(), ClientError> {
+        if let Some(o) = &self.oauth {
+            o.token().await?;
+        }
+        Ok(())
+    }
+
     // ---- JSON-RPC ---------------------------------------------------------------
 
     async fn rpc_raw(&self, method: Method, params: Value) -> Result<Value, ClientError> {
         let name = method.jsonrpc_name(self.version).ok_or_else(|| {
             ClientError::NoInterface(format!("{method:?} does not exist in A2A {}", self.version))
         })?;
+        self.authorize().await?;
         let body = json!({"jsonrpc": "2.0", "id": uuid::Uuid::new_v4().to_string(), "method": name, "params": params});
         let req = self.request(reqwest::Method::POST, &self.interface.url);
         self.log(|| format!("> {body}"));
@@ -378,6 +406,7 @@ impl A2aClient {
         let name = method.jsonrpc_name(self.version).ok_or_else(|| {
             ClientError::NoInterface(format!("{method:?} does not exist in A2A {}", self.version))
         })?;
+        self.authorize().await?;
         let body = json!({"jsonrpc": "2.0", "id": uuid::Uuid::new_v4().to_string(), "method": name, "params": params});
         let req = self.request(reqwest::Method::POST, &self.interface.url);
         self.log(|| format!("> {body}"));
@@ -466,6 +495,7 @@ impl A2aClient {
         path: &str,
         body: Option<Value>,
     ) -> Result<T, ClientError> {
+        self.authorize().await?;
         let mut req = self
             .request(method, &self.rest_url(path))
             .timeout(self.opts.timeout);
@@ -485,6 +515,7 @@ impl A2aClient {
         path: &str,
         body: Option<Value>,
     ) -> Result<EventStream, ClientError> {
+        self.authorize().await?;
         let mut req = self
             .request(method, &self.rest_url(path))
             .header("accept", "text/event-stream");
@@ -497,6 +528,32 @@ impl A2aClient {
         let resp = req.send().await?;
         self.events(resp, |data| {
             serde_json::from_str(data).map_err(|e| ClientError::InvalidResponse(e.to_string()))
+        })
+        .await
+    }
+
+    /// A v0.3 REST stream: `data:` lines are ProtoJSON of the `a2a.v1` proto.
+    async fn rest_stream_v03(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<EventStream, ClientError> {
+        self.authorize().await?;
+        let mut req = self
+            .request(method, &self.rest_url(path))
+            .header("accept", "text/event-stream");
+        if let Some(b) = body {
+            self.log(|| format!("> {b}"));
+            req = req
+                .header("content-type", "application/json")
+                .body(b.to_string());
+        }
+        let resp = req.send().await?;
+        self.events(resp, |data| {
+            let e: v03_pb::StreamResponse = serde_json::from_str(data)
+                .map_err(|e| ClientError::InvalidResponse(e.to_string()))?;
+            Ok(v03_proto::stream_response_to_v1(&e))
         })
         .await
     }
@@ -522,6 +579,13 @@ impl A2aClient {
         req.tenant.clone_from(&self.interface.tenant);
         match (self.binding, self.version) {
             (Binding::Grpc, _) => self.grpc()?.send(req).await,
+            (Binding::Rest, ProtocolVersion::V0_3) => {
+                let body = to_value(&v03_proto::send_request_from_v1(&req))?;
+                let r: v03_pb::SendMessageResponse = self
+                    .rest(reqwest::Method::POST, "/v1/message:send", Some(body))
+                    .await?;
+                send_reply(v03_proto::send_response_to_v1(&r))
+            }
             (Binding::Rest, _) => {
                 let r: v1::SendMessageResponse = self
                     .rest(
@@ -551,6 +615,11 @@ impl A2aClient {
         req.tenant.clone_from(&self.interface.tenant);
         match (self.binding, self.version) {
             (Binding::Grpc, _) => self.grpc()?.send_streaming(req).await,
+            (Binding::Rest, ProtocolVersion::V0_3) => {
+                let body = to_value(&v03_proto::send_request_from_v1(&req))?;
+                self.rest_stream_v03(reqwest::Method::POST, "/v1/message:stream", Some(body))
+                    .await
+            }
             (Binding::Rest, _) => {
                 self.rest_stream(
                     reqwest::Method::POST,
@@ -582,6 +651,24 @@ impl A2aClient {
         self.retrying(|| async move {
             match (self.binding, self.version) {
                 (Binding::Grpc, _) => self.grpc()?.get_task(id, history_length).await,
+                (Binding::Rest, ProtocolVersion::V0_3) => {
+                    // v0.3 reads 0 as "all"; v1.0's "none" is the nearest it can say.
+                    let q = history_length
+                        .map(|n| format!("?historyLength={}", n.max(1)))
+                        .unwrap_or_default();
+                    let t: v03_pb::Task = self
+                        .rest(
+                            reqwest::Method::GET,
+                            &format!("/v1/tasks/{}{q}", path_segment(id)),
+                            None,
+                        )
+                        .await?;
+                    let mut t = v03_proto::task_to_v1(&t);
+                    if history_length == Some(0) {
+                        t.history.clear();
+                    }
+                    Ok(t)
+                }
                 (Binding::Rest, _) => {
                     let q = history_length
                         .map(|n| format!("?historyLength={n}"))
@@ -629,6 +716,9 @@ impl A2aClient {
         self.retrying(|| async move {
             match (self.binding, self.version) {
                 (Binding::Grpc, _) => self.grpc()?.list_tasks(req.clone()).await,
+                (Binding::Rest, ProtocolVersion::V0_3) => {
+                    Err(ClientError::NoInterface("A2A 0.3 has no ListTasks".into()))
+                }
                 (Binding::Rest, _) => {
                     let mut q = Vec::new();
                     if !req.context_id.is_empty() {
@@ -677,6 +767,16 @@ impl A2aClient {
         self.retrying(|| async move {
             match (self.binding, self.version) {
                 (Binding::Grpc, _) => self.grpc()?.cancel_task(id).await,
+                (Binding::Rest, ProtocolVersion::V0_3) => {
+                    let t: v03_pb::Task = self
+                        .rest(
+                            reqwest::Method::POST,
+                            &format!("/v1/tasks/{}:cancel", path_segment(id)),
+                            None,
+                        )
+                        .await?;
+                    Ok(v03_proto::task_to_v1(&t))
+                }
                 (Binding::Rest, _) => {
                     self.rest(
                         reqwest::Method::POST,
@@ -708,6 +808,14 @@ impl A2aClient {
     pub async fn subscribe(&self, id: &str) -> Result<EventStream, ClientError> {
         match (self.binding, self.version) {
             (Binding::Grpc, _) => self.grpc()?.subscribe(id).await,
+            (Binding::Rest, ProtocolVersion::V0_3) => {
+                self.rest_stream_v03(
+                    reqwest::Method::POST,
+                    &format!("/v1/tasks/{}:subscribe", path_segment(id)),
+                    None,
+                )
+                .await
+            }
             (Binding::Rest, _) => {
                 self.rest_stream(
                     reqwest::Method::POST,
@@ -735,6 +843,11 @@ impl A2aClient {
     pub async fn extended_card(&self) -> Result<v1::AgentCard, ClientError> {
         match (self.binding, self.version) {
             (Binding::Grpc, _) => self.grpc()?.extended_card().await,
+            (Binding::Rest, ProtocolVersion::V0_3) => {
+                let c: v03_pb::AgentCard =
+                    self.rest(reqwest::Method::GET, "/v1/card", None).await?;
+                Ok(v03_proto::card_to_v1(&c))
+            }
             (Binding::Rest, _) => {
                 self.rest(reqwest::Method::GET, "/extendedAgentCard", None)
                     .await

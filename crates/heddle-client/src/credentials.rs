@@ -38,6 +38,9 @@ pub struct Credentials {
     pub bearer: Option<Secret>,
     /// An API key, placed where the card's `apiKey` scheme says (header `api-key` if it says nothing).
     pub api_key: Option<Secret>,
+    /// OAuth 2.0 client credentials: used when `bearer` is not set; the token
+    /// endpoint defaults to the card's `clientCredentials` flow's `tokenUrl`.
+    pub oauth2: Option<crate::oauth::ClientCredentials>,
 }
 
 /// Where an API key goes.
@@ -86,7 +89,13 @@ mod tests {
         assert_eq!(format!("{s} {s:?}"), "*** Secret(***)");
         let c = Credentials {
             bearer: Some(s.clone()),
-            api_key: Some(s),
+            api_key: Some(s.clone()),
+            oauth2: Some(crate::oauth::ClientCredentials {
+                token_url: String::new(),
+                client_id: "id".into(),
+                client_secret: s,
+                scopes: vec![],
+            }),
         };
         assert!(!format!("{c:?}").contains("hunter2"));
     }

@@ -116,9 +116,7 @@ pub fn choose_interface(
         let Some(v) = ProtocolVersion::parse(&iface.protocol_version) else {
             continue;
         };
-        if version.is_some_and(|want| want != v)
-            || (binding == Binding::Rest && v != ProtocolVersion::V1_0)
-        {
+        if version.is_some_and(|want| want != v) {
             continue;
         }
         let key = (rank, u8::from(v != ProtocolVersion::V1_0), i);

@@ -51,6 +51,8 @@ pub(crate) struct GrpcTransport {
     metadata: Vec<(AsciiMetadataKey, AsciiMetadataValue, bool)>,
     timeout: Duration,
     wire_log: Option<WireLog>,
+    /// OAuth 2.0 client-credentials tokens (sent as `authorization` on each call).
+    oauth: Option<crate::oauth::TokenSource>,
 }
 
 impl std::fmt::Debug for GrpcTransport {
@@ -139,6 +141,11 @@ impl GrpcTransport {
             metadata,
             timeout: opts.timeout,
             wire_log: opts.wire_log.clone(),
+            oauth: crate::oauth::source_for(
+                card,
+                &opts.credentials,
+                &opts.http.clone().unwrap_or_default(),
+            ),
         })
     }
 
@@ -178,6 +185,20 @@ impl GrpcTransport {
         req
     }
 
+    /// Adds the OAuth 2.0 token, when configured, as sensitive `authorization` metadata.
+    async fn authorize<T>(&self, req: &mut tonic::Request<T>) -> Result<(), ClientError> {
+        if let Some(o) = &self.oauth {
+            let token = o.token().await?;
+            let mut value = AsciiMetadataValue::try_from(format!("Bearer {}", token.expose()))
+                .map_err(|_| {
+                    ClientError::InvalidResponse("OAuth 2.0 token is not valid metadata".into())
+                })?;
+            value.set_sensitive(true);
+            req.metadata_mut().insert("authorization", value);
+        }
+        Ok(())
+    }
+
     /// One unary call, bounded by the client's timeout.
     async fn unary<Req, Resp, F, Fut>(
         &self,
@@ -192,6 +213,7 @@ impl GrpcTransport {
         Fut: Future<Output = Result<tonic::Response<Resp>, Status>>,
     {
         let mut req = self.request(method, msg);
+        self.authorize(&mut req).await?;
         req.set_timeout(self.timeout);
         let result = tokio::time::timeout(self.timeout, call(self.channel(), req))
             .await
@@ -223,7 +245,8 @@ impl GrpcTransport {
         F: FnOnce(Channel, tonic::Request<Req>) -> Fut,
         Fut: Future<Output = Result<tonic::Response<Streaming<Ev>>, Status>>,
     {
-        let req = self.request(method, msg);
+        let mut req = self.request(method, msg);
+        self.authorize(&mut req).await?;
         let events = match call(self.channel(), req).await {
             Ok(resp) => resp.into_inner(),
             Err(status) => {
@@ -539,6 +562,7 @@ mod tests {
             credentials: crate::Credentials {
                 bearer: Some(crate::Secret::new("tok")),
                 api_key: Some(crate::Secret::new("key")),
+                oauth2: None,
             },
             headers: vec![
                 ("X-Trace".into(), "1".into()),

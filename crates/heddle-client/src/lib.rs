@@ -10,8 +10,8 @@
 //! * transports: JSON-RPC 2.0 (v1.0 and v0.3), HTTP+JSON (v1.0) and gRPC
 //!   (v1.0 and v0.3; only when asked for in [`ClientOptions::bindings`]), with
 //!   streams as async [`futures::Stream`]s of typed events;
-//! * credentials: bearer tokens and API keys (placed where the card's scheme
-//!   says), never logged;
+//! * credentials: bearer tokens, API keys (placed where the card's scheme
+//!   says) and OAuth 2.0 client credentials (cached tokens), never logged;
 //! * retries with jittered backoff and `Retry-After` for idempotent calls only:
 //!   a send is never retried after an ambiguous failure.
 //!
@@ -29,11 +29,13 @@ mod credentials;
 mod discovery;
 mod error;
 mod grpc;
+mod oauth;
 
 pub use client::{A2aClient, Binding, ClientOptions, EventStream, SendReply, WireLog};
 pub use credentials::{Credentials, Secret};
 pub use discovery::{CardCache, choose_interface, fetch_card};
 pub use error::ClientError;
 pub use heddle_core::task::TaskAccumulator;
+pub use oauth::{ClientCredentials, TokenSource, token_url_from_card};
 /// The HTTP client crate, for callers that share a client.
 pub use reqwest;
