@@ -464,3 +464,55 @@ fn the_command_line_speaks_grpc() {
     assert_eq!(code, 2);
     assert!(err.contains("no ListTasks"), "{err}");
 }
+
+/// A stream dropped mid-artifact resumes with SubscribeToTask: the snapshot
+/// replaces what the accumulator had, so no chunk is counted twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_stream_resumes_without_duplicated_chunks() {
+    use futures::StreamExt;
+    use heddle_client::{A2aClient, ClientOptions, TaskAccumulator};
+    use heddle_core::v1::{self, stream_response::Payload};
+
+    let server = serve("memory");
+    let url = format!("{}/api/v1/agents/writer-stream", server.url);
+    let client = A2aClient::discover(&url, ClientOptions::default())
+        .await
+        .expect("client");
+    let req = v1::SendMessageRequest {
+        message: Some(A2aClient::user_message(vec![v1::Part::text("go")])),
+        ..Default::default()
+    };
+    let mut acc = TaskAccumulator::default();
+    let mut events = client.send_streaming(req).await.expect("stream");
+    // Read up to the first artifact chunk, then drop the stream.
+    while let Some(ev) = events.next().await {
+        let ev = ev.expect("event");
+        acc.apply(&ev);
+        if matches!(ev.payload, Some(Payload::ArtifactUpdate(_))) {
+            break;
+        }
+    }
+    drop(events);
+    let id = acc.task.as_ref().map(|t| t.id.clone()).expect("task id");
+    let mut events = client.subscribe(&id).await.expect("resubscribe");
+    let first = events.next().await.expect("snapshot").expect("event");
+    assert!(
+        matches!(first.payload, Some(Payload::Task(_))),
+        "snapshot first"
+    );
+    acc.apply(&first);
+    while let Some(ev) = events.next().await {
+        acc.apply(&ev.expect("event"));
+    }
+    assert_eq!(acc.state(), Some(v1::TaskState::Completed));
+    let task = acc.task.expect("task");
+    let text: String = task.artifacts[0]
+        .parts
+        .iter()
+        .filter_map(|p| p.as_text())
+        .collect();
+    assert_eq!(
+        text,
+        "Report, part one: the findings. Part two: what they mean. Part three: what to do next."
+    );
+}

@@ -907,3 +907,73 @@ fn query_value(s: &str) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use tokio::{
+        io::{AsyncReadExt, AsyncWriteExt},
+        net::TcpListener,
+    };
+
+    use super::*;
+
+    /// Answers the first request 503 with `Retry-After: 1`, the next with a task.
+    async fn flaky_server() -> (String, tokio::task::JoinHandle<usize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let handle = tokio::spawn(async move {
+            let mut served = 0;
+            while served < 2 {
+                let Ok((mut sock, _)) = listener.accept().await else {
+                    break;
+                };
+                let mut buf = vec![0u8; 4096];
+                let _ = sock.read(&mut buf).await;
+                let resp = if served == 0 {
+                    "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\ncontent-length: 4\r\nconnection: close\r\n\r\nbusy".to_owned()
+                } else {
+                    let body =
+                        r#"{"id":"t1","contextId":"c1","status":{"state":"TASK_STATE_COMPLETED"}}"#;
+                    format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    )
+                };
+                let _ = sock.write_all(resp.as_bytes()).await;
+                served += 1;
+            }
+            served
+        });
+        (format!("http://{addr}"), handle)
+    }
+
+    #[tokio::test]
+    async fn idempotent_calls_wait_out_retry_after() {
+        let (url, server) = flaky_server().await;
+        let card: v1::AgentCard = serde_json::from_value(json!({
+            "name": "flaky", "supportedInterfaces": [{"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}]
+        }))
+        .expect("card");
+        let client = A2aClient::from_card(
+            card,
+            ClientOptions {
+                bindings: vec![Binding::Rest],
+                ..ClientOptions::default()
+            },
+        )
+        .expect("client");
+        let start = Instant::now();
+        let task = client
+            .get_task("t1", None)
+            .await
+            .expect("retried after 503");
+        assert_eq!(task.id, "t1");
+        assert!(
+            start.elapsed() >= Duration::from_secs(1),
+            "waited for Retry-After"
+        );
+        assert_eq!(server.await.expect("server"), 2);
+    }
+}
