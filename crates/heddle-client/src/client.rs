@@ -526,36 +526,24 @@ impl A2aClient {
                 .body(b.to_string());
         }
         let resp = req.send().await?;
-        self.events(resp, |data| {
-            serde_json::from_str(data).map_err(|e| ClientError::InvalidResponse(e.to_string()))
-        })
-        .await
-    }
-
-    /// A v0.3 REST stream: `data:` lines are ProtoJSON of the `a2a.v1` proto.
-    async fn rest_stream_v03(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<Value>,
-    ) -> Result<EventStream, ClientError> {
-        self.authorize().await?;
-        let mut req = self
-            .request(method, &self.rest_url(path))
-            .header("accept", "text/event-stream");
-        if let Some(b) = body {
-            self.log(|| format!("> {b}"));
-            req = req
-                .header("content-type", "application/json")
-                .body(b.to_string());
+        match self.version {
+            ProtocolVersion::V1_0 => {
+                self.events(resp, |data| {
+                    serde_json::from_str(data)
+                        .map_err(|e| ClientError::InvalidResponse(e.to_string()))
+                })
+                .await
+            }
+            // v0.3: `data:` lines are ProtoJSON of the `a2a.v1` proto.
+            ProtocolVersion::V0_3 => {
+                self.events(resp, |data| {
+                    let e: v03_pb::StreamResponse = serde_json::from_str(data)
+                        .map_err(|e| ClientError::InvalidResponse(e.to_string()))?;
+                    Ok(v03_proto::stream_response_to_v1(&e))
+                })
+                .await
+            }
         }
-        let resp = req.send().await?;
-        self.events(resp, |data| {
-            let e: v03_pb::StreamResponse = serde_json::from_str(data)
-                .map_err(|e| ClientError::InvalidResponse(e.to_string()))?;
-            Ok(v03_proto::stream_response_to_v1(&e))
-        })
-        .await
     }
 
     // ---- operations -------------------------------------------------------------
@@ -617,7 +605,7 @@ impl A2aClient {
             (Binding::Grpc, _) => self.grpc()?.send_streaming(req).await,
             (Binding::Rest, ProtocolVersion::V0_3) => {
                 let body = to_value(&v03_proto::send_request_from_v1(&req))?;
-                self.rest_stream_v03(reqwest::Method::POST, "/v1/message:stream", Some(body))
+                self.rest_stream(reqwest::Method::POST, "/v1/message:stream", Some(body))
                     .await
             }
             (Binding::Rest, _) => {
@@ -809,7 +797,7 @@ impl A2aClient {
         match (self.binding, self.version) {
             (Binding::Grpc, _) => self.grpc()?.subscribe(id).await,
             (Binding::Rest, ProtocolVersion::V0_3) => {
-                self.rest_stream_v03(
+                self.rest_stream(
                     reqwest::Method::POST,
                     &format!("/v1/tasks/{}:subscribe", path_segment(id)),
                     None,

@@ -220,24 +220,35 @@ async fn send(
     caller: Option<axum::Extension<Caller>>,
     body: Bytes,
 ) -> Response {
-    if let Some(r) = check_content_type(&headers, &body) {
-        return r;
-    }
-    let inc = incoming(
-        h,
-        &headers,
-        q.as_deref(),
-        caller.map(|c| c.0),
-        params.and_then(|p| p.0.tenant),
-    );
-    let call = send_request(&body, &inc.tenant).map(Call::SendMessage);
-    run(inc, call).await
+    send_as(Call::SendMessage, h, params, q, headers, caller, body).await
 }
 
 async fn stream(
     State(h): State<RequestHandler>,
     params: Option<Path<Params>>,
     RawQuery(q): RawQuery,
+    headers: HeaderMap,
+    caller: Option<axum::Extension<Caller>>,
+    body: Bytes,
+) -> Response {
+    send_as(
+        Call::SendStreamingMessage,
+        h,
+        params,
+        q,
+        headers,
+        caller,
+        body,
+    )
+    .await
+}
+
+/// `message:send` and `message:stream` differ only in the call they make.
+async fn send_as(
+    wrap: fn(v1::SendMessageRequest) -> Call,
+    h: RequestHandler,
+    params: Option<Path<Params>>,
+    q: Option<String>,
     headers: HeaderMap,
     caller: Option<axum::Extension<Caller>>,
     body: Bytes,
@@ -252,7 +263,7 @@ async fn stream(
         caller.map(|c| c.0),
         params.and_then(|p| p.0.tenant),
     );
-    let call = send_request(&body, &inc.tenant).map(Call::SendStreamingMessage);
+    let call = send_request(&body, &inc.tenant).map(wrap);
     run(inc, call).await
 }
 

@@ -117,11 +117,7 @@ async fn send(
     caller: Option<axum::Extension<Caller>>,
     body: Bytes,
 ) -> Response {
-    if let Some(r) = check_content_type(&headers, &body) {
-        return r;
-    }
-    let cx = context(&headers, q.as_deref(), caller.map(|c| c.0));
-    run(h, cx, send_call(&body).map(Call::SendMessage)).await
+    send_as(Call::SendMessage, h, q, headers, caller, body).await
 }
 
 async fn stream(
@@ -131,11 +127,23 @@ async fn stream(
     caller: Option<axum::Extension<Caller>>,
     body: Bytes,
 ) -> Response {
+    send_as(Call::SendStreamingMessage, h, q, headers, caller, body).await
+}
+
+/// `message:send` and `message:stream` differ only in the call they make.
+async fn send_as(
+    wrap: fn(v1::SendMessageRequest) -> Call,
+    h: RequestHandler,
+    q: Option<String>,
+    headers: HeaderMap,
+    caller: Option<axum::Extension<Caller>>,
+    body: Bytes,
+) -> Response {
     if let Some(r) = check_content_type(&headers, &body) {
         return r;
     }
     let cx = context(&headers, q.as_deref(), caller.map(|c| c.0));
-    run(h, cx, send_call(&body).map(Call::SendStreamingMessage)).await
+    run(h, cx, send_call(&body).map(wrap)).await
 }
 
 async fn card(
