@@ -104,22 +104,26 @@ fn effective_version(
     }
 }
 
+/// The request's media type when it is not JSON (`application/json` or
+/// `application/a2a+json`, any parameters); `None` when it is, or is absent.
+/// Shared by every HTTP binding.
+pub(crate) fn non_json_media_type(headers: &HeaderMap) -> Option<String> {
+    let ct = headers
+        .get(header::CONTENT_TYPE)?
+        .to_str()
+        .ok()
+        .unwrap_or("");
+    let mime = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    (mime != "application/json" && mime != "application/a2a+json").then_some(mime)
+}
+
 fn is_json(headers: &HeaderMap) -> bool {
-    match headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-    {
-        None => true,
-        Some(ct) => {
-            let mime = ct
-                .split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase();
-            mime == "application/json" || mime == "application/a2a+json"
-        }
-    }
+    non_json_media_type(headers).is_none()
 }
 
 fn json_response<T: Serialize>(body: &T) -> Response {

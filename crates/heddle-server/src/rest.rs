@@ -99,33 +99,14 @@ pub(crate) fn check_content_type(headers: &HeaderMap, body: &Bytes) -> Option<Re
     if body.is_empty() {
         return None;
     }
-    match headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-    {
-        None => None,
-        Some(ct) => {
-            let mime = ct
-                .split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase();
-            if mime == "application/json" || mime == "application/a2a+json" {
-                None
-            } else {
-                let err = A2aError::new(
-                    ErrorCode::ContentTypeNotSupported,
-                    format!(
-                        "request bodies must be application/json or application/a2a+json, not {mime}"
-                    ),
-                );
-                let mut resp = error(&err);
-                *resp.status_mut() = StatusCode::UNSUPPORTED_MEDIA_TYPE;
-                Some(resp)
-            }
-        }
-    }
+    let mime = crate::jsonrpc::non_json_media_type(headers)?;
+    let err = A2aError::new(
+        ErrorCode::ContentTypeNotSupported,
+        format!("request bodies must be application/json or application/a2a+json, not {mime}"),
+    );
+    let mut resp = error(&err);
+    *resp.status_mut() = StatusCode::UNSUPPORTED_MEDIA_TYPE;
+    Some(resp)
 }
 
 pub(crate) fn json<T: Serialize>(status: StatusCode, body: &T) -> Response {
