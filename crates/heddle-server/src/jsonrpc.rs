@@ -108,11 +108,7 @@ fn effective_version(
 /// `application/a2a+json`, any parameters); `None` when it is, or is absent.
 /// Shared by every HTTP binding.
 pub(crate) fn non_json_media_type(headers: &HeaderMap) -> Option<String> {
-    let ct = headers
-        .get(header::CONTENT_TYPE)?
-        .to_str()
-        .ok()
-        .unwrap_or("");
+    let ct = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
     let mime = ct
         .split(';')
         .next()
