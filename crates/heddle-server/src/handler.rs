@@ -261,8 +261,10 @@ impl RequestHandler {
             return Err(A2aError::new(ErrorCode::PushNotificationNotSupported, msg));
         }
         call.validate()?;
+        // Each arm's future is boxed: unboxed, this future would be as big as
+        // the biggest arm's (kilobytes), and every layer above moves it.
         match call {
-            Call::SendMessage(r) => self.send(cx, r, false).await,
+            Call::SendMessage(r) => Box::pin(self.send(cx, r, false)).await,
             Call::SendStreamingMessage(r) => {
                 if !self.streaming() {
                     return Err(A2aError::new(
@@ -270,14 +272,15 @@ impl RequestHandler {
                         "this agent does not stream",
                     ));
                 }
-                self.send(cx, r, true).await
+                Box::pin(self.send(cx, r, true)).await
             }
-            Call::GetTask(r) => self
-                .get_task(&cx, &r.id, r.history_length)
+            Call::GetTask(r) => Box::pin(self.get_task(&cx, &r.id, r.history_length))
                 .await
                 .map(Reply::Task),
-            Call::ListTasks(r) => self.list_tasks(&cx, r).await.map(Reply::Tasks),
-            Call::CancelTask(r) => self.cancel_task(&cx, &r.id).await.map(Reply::Task),
+            Call::ListTasks(r) => Box::pin(self.list_tasks(&cx, r)).await.map(Reply::Tasks),
+            Call::CancelTask(r) => Box::pin(self.cancel_task(&cx, &r.id))
+                .await
+                .map(Reply::Task),
             Call::SubscribeToTask(r) => {
                 if !self.streaming() {
                     return Err(A2aError::new(
@@ -285,7 +288,9 @@ impl RequestHandler {
                         "this agent does not stream",
                     ));
                 }
-                self.subscribe(&cx, &r.id).await.map(Reply::Stream)
+                Box::pin(self.subscribe(&cx, &r.id))
+                    .await
+                    .map(Reply::Stream)
             }
             Call::CreatePushConfig(_)
             | Call::GetPushConfig(_)
