@@ -3,6 +3,7 @@
 use std::{net::SocketAddr, path::PathBuf, sync::Arc};
 
 use anyhow::{Context, bail};
+use axum::serve::ListenerExt as _;
 use clap::Args;
 use heddle_hub::{Bindings, Hub, agents::with_demo_agents};
 use heddle_server::Limits;
@@ -167,7 +168,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
-    let http = axum::serve(listener, app).with_graceful_shutdown(stopped(stop_rx.clone()));
+    // Small writes (an SSE event, HTTP/2's headers, data and trailers frames)
+    // must not wait out Nagle's algorithm against the peer's delayed ACK.
+    let nodelay = |tcp: &mut tokio::net::TcpStream| {
+        let _ = tcp.set_nodelay(true);
+    };
+    let http =
+        axum::serve(listener.tap_io(nodelay), app).with_graceful_shutdown(stopped(stop_rx.clone()));
     let grpc = async {
         match (grpc_listener, hub.grpc_routes()) {
             (Some(l), Some(routes)) => {
@@ -175,7 +182,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                     "  gRPC           {} (tenant = agent id)",
                     grpc_addr.map(|a| a.to_string()).unwrap_or_default()
                 );
-                axum::serve(l, routes.into_axum_router())
+                axum::serve(l.tap_io(nodelay), routes.into_axum_router())
                     .with_graceful_shutdown(stopped(stop_rx.clone()))
                     .await
             }
