@@ -4,6 +4,12 @@
 //!
 //! `heddle-bench-loadgen URL CONNECTIONS SECONDS|Nr [BODY_FILE]`: `100000r`
 //! sends exactly that many requests (no warm-up) instead of running for a time.
+//!
+//! A `grpc://host:port/TENANT` URL drives the v1.0 gRPC `SendMessage` instead:
+//! CONNECTIONS concurrent streams multiplexed over `H2_CONNS` (default 1)
+//! HTTP/2 connections, as a gRPC channel does, each request a length-prefixed
+//! protobuf `SendMessageRequest` for TENANT (the agent id) and each answer
+//! checked for `grpc-status: 0`.
 
 use std::{
     sync::atomic::{AtomicI64, Ordering},
@@ -11,9 +17,14 @@ use std::{
 };
 
 use bytes::Bytes;
+use heddle_proto::v1;
 use http_body_util::{BodyExt, Full};
-use hyper::{Request, client::conn::http1};
-use hyper_util::rt::TokioIo;
+use hyper::{
+    Request,
+    client::conn::{http1, http2},
+};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use prost::Message as _;
 
 const DEFAULT_BODY: &str = r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"bench-0001","role":"ROLE_USER","parts":[{"text":"Summarize the quarterly report in three short paragraphs."}]}}}"#;
 
@@ -23,17 +34,111 @@ static BUDGET: AtomicI64 = AtomicI64::new(i64::MAX);
 struct Target {
     host: String,
     path: String,
+    /// `Some(tenant)` for a `grpc://` URL.
+    grpc_tenant: Option<String>,
 }
 
 fn parse_url(url: &str) -> Option<Target> {
-    let rest = url.strip_prefix("http://")?;
+    let (rest, grpc) = match url.strip_prefix("grpc://") {
+        Some(rest) => (rest, true),
+        None => (url.strip_prefix("http://")?, false),
+    };
     let (host, path) = rest
         .split_once('/')
         .map_or((rest, "/".to_owned()), |(h, p)| (h, format!("/{p}")));
     Some(Target {
         host: host.to_owned(),
-        path,
+        grpc_tenant: grpc.then(|| path.trim_start_matches('/').to_owned()),
+        path: if grpc {
+            "/lf.a2a.v1.A2AService/SendMessage".to_owned()
+        } else {
+            path
+        },
     })
+}
+
+/// The gRPC request body: a five-byte frame header and the same message the
+/// JSON-RPC body carries, as protobuf.
+fn grpc_body(tenant: &str) -> Bytes {
+    let message = v1::Message::new(
+        "bench-0001",
+        v1::Role::User,
+        vec![v1::Part::text(
+            "Summarize the quarterly report in three short paragraphs.",
+        )],
+    );
+    let request = v1::SendMessageRequest {
+        tenant: tenant.to_owned(),
+        message: Some(message),
+        ..Default::default()
+    };
+    let payload = request.encode_to_vec();
+    let mut framed = Vec::with_capacity(payload.len() + 5);
+    framed.push(0);
+    framed.extend_from_slice(
+        &u32::try_from(payload.len())
+            .unwrap_or(u32::MAX)
+            .to_be_bytes(),
+    );
+    framed.extend_from_slice(&payload);
+    Bytes::from(framed)
+}
+
+/// One gRPC stream: calls in a loop on a shared HTTP/2 connection.
+async fn grpc_stream(
+    target: &Target,
+    mut sender: http2::SendRequest<Full<Bytes>>,
+    body: Bytes,
+    until: Instant,
+    warm: Instant,
+) -> (Vec<u32>, u64) {
+    let mut lat = Vec::with_capacity(1 << 16);
+    let mut errors = 0;
+    let uri = format!("http://{}{}", target.host, target.path);
+    while Instant::now() < until && BUDGET.fetch_sub(1, Ordering::Relaxed) > 0 {
+        let req = Request::post(&uri)
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .header("a2a-version", "1.0")
+            .body(Full::new(body.clone()));
+        let Ok(req) = req else {
+            return (lat, errors + 1);
+        };
+        if sender.ready().await.is_err() {
+            return (lat, errors + 1);
+        }
+        let start = Instant::now();
+        match sender.send_request(req).await {
+            Ok(resp) => match resp.into_body().collect().await {
+                Ok(collected) => {
+                    let ok = collected
+                        .trailers()
+                        .and_then(|t| t.get("grpc-status"))
+                        .is_some_and(|s| s == "0");
+                    if !ok {
+                        errors += 1;
+                    }
+                }
+                Err(_) => errors += 1,
+            },
+            Err(_) => return (lat, errors + 1),
+        }
+        if start >= warm {
+            lat.push(u32::try_from(start.elapsed().as_micros()).unwrap_or(u32::MAX));
+        }
+    }
+    (lat, errors)
+}
+
+async fn h2_connect(host: &str) -> Option<http2::SendRequest<Full<Bytes>>> {
+    let stream = tokio::net::TcpStream::connect(host).await.ok()?;
+    let _ = stream.set_nodelay(true);
+    let (sender, conn) = http2::Builder::new(TokioExecutor::new())
+        .handshake(TokioIo::new(stream))
+        .await
+        .ok()?;
+    tokio::spawn(conn);
+    Some(sender)
 }
 
 async fn connection(
@@ -101,10 +206,13 @@ async fn main() {
     } else {
         args[3].parse().unwrap_or(10.0)
     };
-    let body = args
-        .get(4)
-        .and_then(|f| std::fs::read(f).ok())
-        .map_or(Bytes::from_static(DEFAULT_BODY.as_bytes()), Bytes::from);
+    let body = match &target.grpc_tenant {
+        Some(tenant) => grpc_body(tenant),
+        None => args
+            .get(4)
+            .and_then(|f| std::fs::read(f).ok())
+            .map_or(Bytes::from_static(DEFAULT_BODY.as_bytes()), Bytes::from),
+    };
     let started = Instant::now();
     let warm = if count.is_some() {
         started
@@ -113,10 +221,30 @@ async fn main() {
     };
     let until = warm + Duration::from_secs_f64(secs);
     let target = std::sync::Arc::new(target);
+    let mut channels = Vec::new();
+    if target.grpc_tenant.is_some() {
+        let h2_conns: usize = std::env::var("H2_CONNS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(1);
+        for _ in 0..h2_conns.max(1) {
+            let Some(sender) = h2_connect(&target.host).await else {
+                eprintln!("cannot open an HTTP/2 connection to {}", target.host);
+                std::process::exit(1);
+            };
+            channels.push(sender);
+        }
+    }
     let tasks: Vec<_> = (0..conns)
-        .map(|_| {
+        .map(|i| {
             let (t, b) = (target.clone(), body.clone());
-            tokio::spawn(async move { connection(&t, b, until, warm).await })
+            let channel = channels.get(i % channels.len().max(1)).cloned();
+            tokio::spawn(async move {
+                match channel {
+                    Some(sender) => grpc_stream(&t, sender, b, until, warm).await,
+                    None => connection(&t, b, until, warm).await,
+                }
+            })
         })
         .collect();
     let (mut lat, mut errors) = (Vec::new(), 0);
