@@ -21,6 +21,7 @@
 //! [`heddle_server::AgentRoutes`]. The demo agents live in [`agents`].
 
 pub mod agents;
+mod auth;
 
 use std::sync::Arc;
 
@@ -107,6 +108,7 @@ pub struct Hub {
     bindings: Bindings,
     #[cfg(feature = "grpc")]
     grpc: Option<tonic::service::Routes>,
+    auth: Option<heddle_auth::Authenticator>,
 }
 
 /// An agent added to a [`HubBuilder`], made into a handler at build time so
@@ -126,6 +128,7 @@ pub struct HubBuilder {
     agents: Vec<PendingAgent>,
     default_agent: Option<String>,
     bindings: Bindings,
+    auth: Option<heddle_auth::Authenticator>,
 }
 
 impl Hub {
@@ -139,6 +142,7 @@ impl Hub {
             agents: Vec::new(),
             default_agent: None,
             bindings: Bindings::default(),
+            auth: None,
         }
     }
 
@@ -161,10 +165,22 @@ impl Hub {
     /// tenant go to the default agent, or the only one), with health and
     /// reflection, to serve on a listener of their own (for example
     /// `axum::serve(listener, routes.into_axum_router())`). `None` when the
-    /// gRPC binding is off.
+    /// gRPC binding is off. These are the bare services: with an
+    /// authenticator, serve [`Hub::grpc_app`], which applies it.
     #[cfg(feature = "grpc")]
     pub fn grpc_routes(&self) -> Option<tonic::service::Routes> {
         self.grpc.clone()
+    }
+
+    /// The gRPC services as an axum router, behind the hub's authenticator
+    /// when it has one (health stays public). `None` when gRPC is off.
+    #[cfg(feature = "grpc")]
+    pub fn grpc_app(&self) -> Option<Router> {
+        let app = self.grpc.clone()?.into_axum_router();
+        Some(match &self.auth {
+            Some(auth) => app.layer(auth.layer()),
+            None => app,
+        })
     }
 
     /// Every agent behind one [`heddle_server::grpc::GrpcRouter`], for callers
@@ -198,10 +214,7 @@ impl Hub {
             })
             .collect();
         let listing = Arc::new(json!({ "agents": listing }));
-        let mut router = Router::new().route(
-            "/api/v1/agents",
-            get(move || async move { Json((*listing).clone()) }),
-        );
+        let mut router = Router::new();
         for a in &self.agents {
             let mut routes =
                 AgentRoutes::new(a.handler.clone()).under(format!("/api/v1/agents/{}", a.id));
@@ -219,7 +232,14 @@ impl Hub {
             // The root serves the default agent's card; its interfaces stay absolute.
             router = router.merge(card_router(default.handler.card()));
         }
-        router
+        // The card routes stay public behind the layer; the listing is added after it.
+        if let Some(auth) = &self.auth {
+            router = router.layer(auth.layer());
+        }
+        router.route(
+            "/api/v1/agents",
+            get(move || async move { Json((*listing).clone()) }),
+        )
     }
 }
 
@@ -254,6 +274,15 @@ impl HubBuilder {
         self
     }
 
+    /// Guards every agent (HTTP and gRPC) with `auth`: calls without a valid
+    /// credential are refused, each card declares the accepted schemes, and
+    /// authenticated callers get an extended card.
+    #[must_use]
+    pub fn authenticator(mut self, auth: heddle_auth::Authenticator) -> Self {
+        self.auth = Some(auth);
+        self
+    }
+
     /// Adds an agent; at build time its card gets the hub's interface URLs.
     #[must_use]
     pub fn agent(
@@ -284,13 +313,23 @@ impl HubBuilder {
                     &a.profile,
                     self.bindings,
                 );
-                let handler = RequestHandler::new(
+                let (card, extended) = match &self.auth {
+                    Some(auth) => {
+                        let (card, extended) = auth::secured_cards(auth, card);
+                        (card, Some(extended))
+                    }
+                    None => (card, None),
+                };
+                let mut handler = RequestHandler::new(
                     a.id.clone(),
                     card,
                     a.executor,
                     self.store.clone(),
                     self.limits.clone(),
                 );
+                if let Some(extended) = extended {
+                    handler = handler.with_extended_card(extended);
+                }
                 HostedAgent { id: a.id, handler }
             })
             .collect();
@@ -312,6 +351,7 @@ impl HubBuilder {
             bindings: self.bindings,
             #[cfg(feature = "grpc")]
             grpc: None,
+            auth: self.auth,
         };
         #[cfg(feature = "grpc")]
         if hub.bindings.grpc {
