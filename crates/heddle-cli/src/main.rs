@@ -1,8 +1,10 @@
 //! `heddle`: serve A2A agents, talk to any A2A agent, and work with Agent Cards.
 
 mod card;
+mod keys;
 mod remote;
 mod serve;
+mod serve_auth;
 
 use std::process::ExitCode;
 
@@ -35,6 +37,9 @@ enum Command {
     Task(remote::TaskCommand),
     /// Chat with an agent, answering its questions on the same task.
     Chat(remote::ChatArgs),
+    /// Manage the API keys `heddle serve --require-auth` accepts.
+    #[command(subcommand)]
+    Keys(keys::KeysCommand),
 }
 
 fn main() -> ExitCode {
@@ -60,12 +65,22 @@ fn main() -> ExitCode {
             Command::Send(args) => remote::send(args).await,
             Command::Task(cmd) => remote::task(cmd).await,
             Command::Chat(args) => remote::chat(args).await,
+            Command::Keys(cmd) => keys::run(cmd).await,
         }
     });
     match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
+            if let Some(heddle_client::ClientError::Http {
+                status: 401 | 403, ..
+            }) = e.downcast_ref()
+            {
+                eprintln!(
+                    "hint: the agent wants credentials: pass --api-key KEY (from `heddle keys create` \
+                     on a Heddle server) or --bearer TOKEN"
+                );
+            }
             ExitCode::from(2)
         }
     }

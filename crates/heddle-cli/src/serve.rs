@@ -39,6 +39,15 @@ pub struct ServeArgs {
     /// Address of the gRPC listener (every agent behind it, told apart by tenant = agent id).
     #[arg(long, default_value = "127.0.0.1:50051")]
     grpc_listen: SocketAddr,
+    /// Refuse every call without a valid API key (see `heddle keys create`) or
+    /// bearer token; cards and the agent listing stay public.
+    #[arg(long)]
+    require_auth: bool,
+    /// A TOML config file; its `[auth]` table sets API key placement and JWT
+    /// checks (issuer, audience, keys or JWKS URL, OIDC issuer, leeway), and
+    /// turns authentication on.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
 }
 
 fn bindings(names: &[String]) -> anyhow::Result<Bindings> {
@@ -61,7 +70,7 @@ fn bindings(names: &[String]) -> anyhow::Result<Bindings> {
     Ok(b)
 }
 
-fn default_db() -> PathBuf {
+pub(crate) fn default_db() -> PathBuf {
     dirs::data_dir()
         .unwrap_or_else(std::env::temp_dir)
         .join("heddle")
@@ -97,6 +106,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .init();
     let bindings = bindings(&args.bindings)?;
     let (store, store_name) = open_store(args.store.as_deref())?;
+    let auth = crate::serve_auth::authenticator(
+        args.require_auth,
+        args.config.as_deref(),
+        args.store.as_deref(),
+    )
+    .await?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("binding {}", args.listen))?;
@@ -135,6 +150,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(addr) = grpc_addr {
         builder = builder.grpc_url(addr.to_string());
     }
+    let auth_on = auth.is_some();
+    let mut auth_lines = Vec::new();
+    if let Some((auth, lines)) = auth {
+        builder = builder.authenticator(auth);
+        auth_lines = lines;
+    }
     let hub = with_demo_agents(builder)
         .default_agent(&args.default_agent)
         .build()
@@ -150,8 +171,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .router()
         .layer(tower_http::trace::TraceLayer::new_for_http());
     println!(
-        "Heddle is serving {} agents at {public_url} (store: {store_name})",
-        hub.agents().len()
+        "Heddle is serving {} agents at {public_url} (store: {store_name}{})",
+        hub.agents().len(),
+        if auth_on {
+            "; authentication required"
+        } else {
+            ""
+        }
     );
     for a in hub.agents() {
         println!(
@@ -164,6 +190,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         "  default card   {public_url}/.well-known/agent-card.json ({})",
         args.default_agent
     );
+    for line in &auth_lines {
+        println!("{line}");
+    }
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
@@ -176,13 +205,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let http =
         axum::serve(listener.tap_io(nodelay), app).with_graceful_shutdown(stopped(stop_rx.clone()));
     let grpc = async {
-        match (grpc_listener, hub.grpc_routes()) {
-            (Some(l), Some(routes)) => {
+        match (grpc_listener, hub.grpc_app()) {
+            (Some(l), Some(app)) => {
                 println!(
                     "  gRPC           {} (tenant = agent id)",
                     grpc_addr.map(|a| a.to_string()).unwrap_or_default()
                 );
-                axum::serve(l.tap_io(nodelay), routes.into_axum_router())
+                axum::serve(l.tap_io(nodelay), app)
                     .with_graceful_shutdown(stopped(stop_rx.clone()))
                     .await
             }

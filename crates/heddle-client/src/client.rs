@@ -285,11 +285,14 @@ impl A2aClient {
 
     async fn check_status(&self, resp: reqwest::Response) -> Result<bytes::Bytes, ClientError> {
         let status = resp.status().as_u16();
-        let challenge = resp
+        // Every challenge: a server may accept several schemes.
+        let challenges: Vec<&str> = resp
             .headers()
-            .get("www-authenticate")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
+            .get_all("www-authenticate")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect();
+        let challenge = (!challenges.is_empty()).then(|| challenges.join(" | "));
         // Retry-After in its delay-seconds form (the HTTP-date form is rare
         // from APIs and is treated as absent).
         let retry_after = resp
@@ -304,7 +307,29 @@ impl A2aClient {
         if (200..300).contains(&status) {
             return Ok(body);
         }
-        if let Ok(v) = serde_json::from_slice::<Value>(&body)
+        let parsed = serde_json::from_slice::<Value>(&body).ok();
+        // Refused credentials are not A2A errors, whatever the body's shape:
+        // the server's reason and what it accepts instead.
+        if status == 401 || status == 403 {
+            let reason = parsed
+                .as_ref()
+                .and_then(|v| v["error"]["message"].as_str())
+                .unwrap_or(if status == 401 {
+                    "authentication required"
+                } else {
+                    "forbidden"
+                });
+            let message = match &challenge {
+                Some(c) => format!("{reason} (the agent accepts: {c})"),
+                None => reason.to_owned(),
+            };
+            return Err(ClientError::Http {
+                status,
+                message,
+                retry_after,
+            });
+        }
+        if let Some(v) = parsed
             && v.get("error").and_then(|e| e.get("details")).is_some()
         {
             return Err(ClientError::A2a(A2aError::from_http_body(status, &v)));

@@ -1,0 +1,144 @@
+//! `heddle keys`: API keys for `heddle serve --require-auth`, kept as argon2
+//! hashes in the task store's SQLite file (table `api_keys`).
+
+use std::{
+    path::PathBuf,
+    process::ExitCode,
+    sync::Arc,
+    time::{Duration, UNIX_EPOCH},
+};
+
+use anyhow::{Context, bail};
+use clap::Subcommand;
+use heddle_auth::apikey::{ApiKeys, KeyRecord, SqliteKeyStore};
+
+/// `heddle keys …`.
+#[derive(Subcommand, Debug)]
+pub enum KeysCommand {
+    /// Create an API key; it is printed once, on stdout, and stored only as a hash.
+    Create {
+        /// A name for the key (who or what uses it); tasks it creates belong to `key:NAME`.
+        #[arg(long)]
+        name: String,
+        /// Where keys live: `sqlite:PATH` (default: the store of `heddle serve`).
+        #[arg(long)]
+        store: Option<String>,
+    },
+    /// List the keys (names and ids, never the keys).
+    List {
+        /// Where keys live: `sqlite:PATH` (default: the store of `heddle serve`).
+        #[arg(long)]
+        store: Option<String>,
+        /// `text` or `json`.
+        #[arg(short, long, default_value = "text")]
+        output: String,
+    },
+    /// Revoke a key by name or id; a running server refuses it within a minute
+    /// (at once for keys it has not seen yet).
+    Revoke {
+        /// The key's name or id.
+        name_or_id: String,
+        /// Where keys live: `sqlite:PATH` (default: the store of `heddle serve`).
+        #[arg(long)]
+        store: Option<String>,
+    },
+}
+
+/// The database file keys live in, from a `--store` value: the task store's
+/// SQLite file, or the default one when the task store is in memory.
+pub fn key_db(store: Option<&str>) -> anyhow::Result<PathBuf> {
+    match store {
+        None | Some("memory") => Ok(crate::serve::default_db()),
+        Some(s) if s.starts_with("sqlite:") => Ok(PathBuf::from(&s["sqlite:".len()..])),
+        Some(other) => bail!("unknown store {other:?}: use `sqlite:PATH`"),
+    }
+}
+
+/// Opens the key table in `path`, creating the file and table if needed.
+pub fn open(path: &std::path::Path) -> anyhow::Result<ApiKeys> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let store = SqliteKeyStore::open(path)
+        .with_context(|| format!("opening the key store at {}", path.display()))?;
+    Ok(ApiKeys::new(Arc::new(store)))
+}
+
+fn date(secs: i64) -> String {
+    let t = UNIX_EPOCH + Duration::from_secs(u64::try_from(secs).unwrap_or(0));
+    httpdate::fmt_http_date(t)
+}
+
+fn json(r: &KeyRecord) -> serde_json::Value {
+    serde_json::json!({
+        "id": r.id,
+        "name": r.name,
+        "createdAt": date(r.created_at),
+        "revokedAt": r.revoked_at.map(date),
+    })
+}
+
+/// Runs a `keys` subcommand.
+pub async fn run(cmd: KeysCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        KeysCommand::Create { name, store } => {
+            let path = key_db(store.as_deref())?;
+            let keys = open(&path)?;
+            let (record, key) = keys.create(&name).await?;
+            eprintln!(
+                "Created API key {:?} (id {}) in {}. It is shown only this once:",
+                record.name,
+                record.id,
+                path.display()
+            );
+            println!("{}", key.expose());
+            eprintln!(
+                "Clients send it in the `api-key` header (heddle: --api-key KEY) to a server \
+                 started with `heddle serve --require-auth`."
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        KeysCommand::List { store, output } => {
+            let path = key_db(store.as_deref())?;
+            let keys = open(&path)?.list().await?;
+            match output.as_str() {
+                "json" => {
+                    let all: Vec<_> = keys.iter().map(json).collect();
+                    println!("{}", serde_json::Value::Array(all));
+                }
+                "text" => {
+                    if keys.is_empty() {
+                        eprintln!(
+                            "No API keys in {}; create one with `heddle keys create --name NAME`.",
+                            path.display()
+                        );
+                    }
+                    for k in &keys {
+                        let status = k
+                            .revoked_at
+                            .map_or("active".to_owned(), |t| format!("revoked {}", date(t)));
+                        println!(
+                            "{}  {:<20}  created {}  {status}",
+                            k.id,
+                            k.name,
+                            date(k.created_at)
+                        );
+                    }
+                }
+                other => bail!("unknown output {other:?}: use text or json"),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        KeysCommand::Revoke { name_or_id, store } => {
+            let path = key_db(store.as_deref())?;
+            let revoked = open(&path)?.revoke(&name_or_id).await?;
+            if revoked.is_empty() {
+                bail!("no active key is named or has the id {name_or_id:?}");
+            }
+            for r in revoked {
+                println!("revoked {} ({})", r.name, r.id);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
