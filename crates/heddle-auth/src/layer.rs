@@ -197,6 +197,13 @@ fn always_public(path: &str) -> bool {
         || path.starts_with("/grpc.health.v1.Health/")
 }
 
+/// Paths where credentials are checked when present but not required: v0.3
+/// gRPC `GetAgentCard` is how v0.3 clients read the public card, and gives
+/// the extended card to an authenticated caller.
+fn credentials_optional(path: &str) -> bool {
+    path == "/a2a.v1.A2AService/GetAgentCard"
+}
+
 impl Authenticator {
     /// A builder: credentials required, API keys in the `api-key` header.
     pub fn builder() -> AuthenticatorBuilder {
@@ -340,7 +347,11 @@ where
             if already || auth.is_public(req.uri().path()) {
                 return inner.call(req).await;
             }
-            match auth.authenticate(req.headers(), req.uri()).await {
+            let result = match auth.authenticate(req.headers(), req.uri()).await {
+                Err(AuthError::Missing) if credentials_optional(req.uri().path()) => Ok(None),
+                other => other,
+            };
+            match result {
                 Ok(Some(p)) => {
                     req.extensions_mut().insert(Caller::authenticated(p.id));
                     inner.call(req).await

@@ -929,6 +929,25 @@ async fn authenticated_callers_get_the_extended_card_on_every_wire() {
         .expect("v0.3 gRPC card")
         .into_inner();
     assert!(card.skills.iter().any(|s| s.id == "private-tasks"));
+    // v0.3 gRPC reads the public card this way: anonymous callers get it.
+    let public = V03Client::new(app.grpc.clone())
+        .get_agent_card(grpc_req(
+            Wire::GrpcV03,
+            &Cred::None,
+            "writer",
+            pb::GetAgentCardRequest {},
+        ))
+        .await
+        .expect("v0.3 gRPC public card")
+        .into_inner();
+    assert!(!public.skills.iter().any(|s| s.id == "private-tasks"));
+    // gRPC health stays public too.
+    let health = tonic_health::pb::health_client::HealthClient::new(app.grpc.clone())
+        .check(tonic_health::pb::HealthCheckRequest {
+            service: String::new(),
+        })
+        .await;
+    assert!(health.is_ok(), "{health:?}");
     // Anonymous: refused before the binding.
     let got = V1Client::new(app.grpc.clone())
         .get_extended_agent_card(grpc_req(

@@ -771,12 +771,16 @@ impl RequestHandler {
             .attach(&scope, id, &self.inner.store, false)
             .await?;
         drop(rx);
-        let result = self.cancel_live(&live).await;
+        let result = self.cancel_live(&live, &cx.caller).await;
         self.inner.live.release(&live.id);
         result
     }
 
-    async fn cancel_live(&self, live: &Arc<LiveTask>) -> Result<v1::Task, A2aError> {
+    async fn cancel_live(
+        &self,
+        live: &Arc<LiveTask>,
+        caller: &Caller,
+    ) -> Result<v1::Task, A2aError> {
         let (running, snapshot) = {
             let st = live.state.lock().await;
             if !st.created {
@@ -803,7 +807,7 @@ impl RequestHandler {
                 context_id: snapshot.context_id.clone(),
                 message: snapshot.history.last().cloned().unwrap_or_default(),
                 task: Some(snapshot.clone()),
-                caller: Caller::default(),
+                caller: caller.clone(),
                 extensions: Vec::new(),
                 configuration: None,
                 metadata: None,
