@@ -555,3 +555,65 @@ async fn optional_auth_serves_anonymous_callers_but_refuses_bad_credentials() {
         .expect("req");
     assert_eq!(call(&app, req).await.0, StatusCode::UNAUTHORIZED);
 }
+
+// ---- on a tonic server ------------------------------------------------------------
+
+struct Idle;
+
+#[async_trait::async_trait]
+impl heddle_server::AgentExecutor for Idle {
+    async fn execute(
+        &self,
+        _ctx: heddle_server::RequestContext,
+        events: heddle_server::TaskEvents,
+    ) -> Result<(), heddle_server::AgentError> {
+        events.complete(None).await?;
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn the_layer_guards_a_tonic_server() {
+    use heddle_proto::v1::a2a_service_client::A2aServiceClient;
+    let (auth, key) = keyed().await;
+    let handler = heddle_server::RequestHandler::new(
+        "idle",
+        heddle_core::v1::AgentCard::default(),
+        Arc::new(Idle),
+        Arc::new(heddle_store::MemoryStore::default()),
+        heddle_server::Limits::default(),
+    );
+    let routes = heddle_server::grpc::GrpcRouter::new()
+        .agent(handler)
+        .routes()
+        .await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let server = tonic::transport::Server::builder()
+        .layer(auth.layer())
+        .add_routes(routes)
+        .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener));
+    tokio::spawn(server);
+    let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
+        .expect("uri")
+        .connect_lazy();
+    let get = |key: Option<&str>| {
+        let mut r = tonic::Request::new(heddle_core::v1::GetTaskRequest {
+            id: "nope".into(),
+            ..Default::default()
+        });
+        if let Some(k) = key {
+            r.metadata_mut()
+                .insert("api-key", k.parse().expect("ascii"));
+        }
+        r
+    };
+    let mut client = A2aServiceClient::new(channel);
+    let refused = client.get_task(get(None)).await.expect_err("no key");
+    assert_eq!(refused.code(), tonic::Code::Unauthenticated);
+    // With the key the call reaches the agent, which has no such task.
+    let answered = client.get_task(get(Some(&key))).await.expect_err("no task");
+    assert_eq!(answered.code(), tonic::Code::NotFound);
+}
