@@ -375,13 +375,11 @@ pub struct VerifiedToken {
 }
 
 impl VerifiedToken {
-    /// The caller id: `{iss}#{sub}`, or `sub` for a token without issuer.
+    /// The caller id: `jwt:{iss}#{sub}` (`iss` may be empty). The prefix
+    /// keeps token subjects apart from API keys (`key:{name}`), whatever a
+    /// token's issuer puts in `sub`.
     pub fn principal(&self) -> String {
-        if self.issuer.is_empty() {
-            self.subject.clone()
-        } else {
-            format!("{}#{}", self.issuer, self.subject)
-        }
+        format!("jwt:{}#{}", self.issuer, self.subject)
     }
 }
 

@@ -84,7 +84,7 @@ fn form_pairs(q: &str) -> impl Iterator<Item = (String, String)> + '_ {
 /// Who a verified credential names.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Principal {
-    /// The caller id tasks are scoped by: `key:{name}` or `{iss}#{sub}`.
+    /// The caller id tasks are scoped by: `key:{name}` or `jwt:{iss}#{sub}`.
     pub id: String,
 }
 

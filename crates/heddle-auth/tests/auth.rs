@@ -102,7 +102,7 @@ async fn tokens_of_each_algorithm_verify() {
             .verify(&sign(alg, Some(kid), &claims()))
             .await
             .unwrap_or_else(|e| panic!("{alg:?}: {e}"));
-        assert_eq!(t.principal(), format!("{ISS}#alice"));
+        assert_eq!(t.principal(), format!("jwt:{ISS}#alice"));
     }
 }
 
@@ -424,7 +424,7 @@ async fn the_layer_inserts_the_caller_and_keeps_cards_public() {
         .expect("req");
     let (status, _, body) = call(&app, req).await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(String::from_utf8_lossy(&body), format!("{ISS}#alice"));
+    assert_eq!(String::from_utf8_lossy(&body), format!("jwt:{ISS}#alice"));
     let req = Request::get("/.well-known/agent-card.json")
         .body(Body::empty())
         .expect("req");

@@ -167,9 +167,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             names(&hub)
         );
     }
-    let app = hub
-        .router()
-        .layer(tower_http::trace::TraceLayer::new_for_http());
+    // Spans name the path, never the query: an API key may travel there.
+    let app = hub.router().layer(
+        tower_http::trace::TraceLayer::new_for_http().make_span_with(
+            |req: &axum::http::Request<axum::body::Body>| {
+                tracing::debug_span!("request", method = %req.method(), path = %req.uri().path())
+            },
+        ),
+    );
     println!(
         "Heddle is serving {} agents at {public_url} (store: {store_name}{})",
         hub.agents().len(),
