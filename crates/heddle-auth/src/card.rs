@@ -34,7 +34,7 @@ pub fn declare(auth: &Authenticator, card: &mut v1::AgentCard) {
         add(
             API_KEY_SCHEME,
             Scheme::ApiKeySecurityScheme(v1::ApiKeySecurityScheme {
-                description: "An API key from `heddle keys create`".into(),
+                description: "An API key issued by the operator of this agent".into(),
                 location: loc.kind().into(),
                 name: loc.name().into(),
             }),
