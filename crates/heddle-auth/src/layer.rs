@@ -190,10 +190,11 @@ impl AuthenticatorBuilder {
     }
 }
 
-/// Paths that always stay public: the agent cards and gRPC health.
-fn always_public(path: &str) -> bool {
-    path.ends_with("/.well-known/agent-card.json")
-        || path.ends_with("/.well-known/agent.json")
+/// Requests that always stay public: reading the agent cards, and gRPC health.
+fn always_public(method: &http::Method, path: &str) -> bool {
+    let card =
+        path.ends_with("/.well-known/agent-card.json") || path.ends_with("/.well-known/agent.json");
+    (card && (method == http::Method::GET || method == http::Method::HEAD))
         || path.starts_with("/grpc.health.v1.Health/")
 }
 
@@ -237,9 +238,9 @@ impl Authenticator {
         self.inner.jwt.as_ref()
     }
 
-    /// Whether `path` is served without credentials.
-    pub fn is_public(&self, path: &str) -> bool {
-        always_public(path) || self.inner.public_paths.iter().any(|p| p == path)
+    /// Whether a `method` request for `path` is served without credentials.
+    pub fn is_public(&self, method: &http::Method, path: &str) -> bool {
+        always_public(method, path) || self.inner.public_paths.iter().any(|p| p == path)
     }
 
     /// Checks a request's credentials: `Ok(None)` for an anonymous request
@@ -344,7 +345,7 @@ where
                 .extensions()
                 .get::<Caller>()
                 .is_some_and(|c| c.authenticated);
-            if already || auth.is_public(req.uri().path()) {
+            if already || auth.is_public(req.method(), req.uri().path()) {
                 return inner.call(req).await;
             }
             let result = match auth.authenticate(req.headers(), req.uri()).await {

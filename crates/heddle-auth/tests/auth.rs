@@ -429,6 +429,11 @@ async fn the_layer_inserts_the_caller_and_keeps_cards_public() {
         .body(Body::empty())
         .expect("req");
     assert_eq!(call(&app, req).await.0, StatusCode::OK);
+    // Only reading the card is public.
+    let req = Request::post("/.well-known/agent-card.json")
+        .body(Body::empty())
+        .expect("req");
+    assert_eq!(call(&app, req).await.0, StatusCode::UNAUTHORIZED);
 }
 
 #[tokio::test]
