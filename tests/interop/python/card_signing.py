@@ -1,0 +1,69 @@
+"""Signs and verifies Agent Cards with the official a2a-sdk (a2a.utils.signing),
+for crates/heddle-signing/tests/python_sdk.rs.
+
+    card_signing.py sign ALG KID KEYFILE   < card.json   → the signed card (JSON)
+    card_signing.py verify ALG JWK_JSON    < card.json   → "verified", or exit 1
+
+KEYFILE is a JWK (`oct`, for HS*) or a PEM private key. The card goes through
+the SDK's own path: ParseDict into the generated AgentCard, then the SDK's
+signer or verifier, and MessageToDict back out.
+"""
+
+import json
+import sys
+
+from google.protobuf.json_format import MessageToDict, ParseDict
+from jwt import PyJWK
+from jwt.exceptions import PyJWKError
+
+from a2a.types import AgentCard
+from a2a.utils.signing import (
+    SignatureVerificationError,
+    create_agent_card_signer,
+    create_signature_verifier,
+)
+
+
+def read_card() -> AgentCard:
+    return ParseDict(json.load(sys.stdin), AgentCard())
+
+
+def sign(alg: str, kid: str, key_file: str) -> None:
+    text = open(key_file, encoding="utf-8").read()
+    key = PyJWK(json.loads(text)) if text.lstrip().startswith("{") else text
+    signer = create_agent_card_signer(key, {"alg": alg, "kid": kid, "typ": "JOSE"})
+    card = signer(read_card())
+    json.dump(MessageToDict(card), sys.stdout)
+
+
+def verify(alg: str, jwk_json: str) -> int:
+    jwk = json.loads(jwk_json)
+
+    def key_provider(kid, _jku):
+        if kid != jwk.get("kid"):
+            raise PyJWKError(f"no key with kid {kid!r}")
+        return PyJWK(jwk)
+
+    verifier = create_signature_verifier(key_provider, [alg])
+    try:
+        verifier(read_card())
+    except SignatureVerificationError as e:
+        print(f"not verified: {e!r}")
+        return 1
+    print("verified")
+    return 0
+
+
+def main() -> int:
+    mode, alg = sys.argv[1], sys.argv[2]
+    if mode == "sign":
+        sign(alg, sys.argv[3], sys.argv[4])
+        return 0
+    if mode == "verify":
+        return verify(alg, sys.argv[3])
+    print(f"unknown mode {mode}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
