@@ -1,8 +1,11 @@
 //! `heddle`: serve A2A agents, talk to any A2A agent, and work with Agent Cards.
 
 mod card;
+mod card_sign;
 mod remote;
 mod serve;
+mod serve_tls;
+mod trust;
 
 use std::process::ExitCode;
 

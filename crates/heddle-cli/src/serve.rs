@@ -38,6 +38,8 @@ pub struct ServeArgs {
     /// Address of the gRPC listener (every agent behind it, told apart by tenant = agent id).
     #[arg(long, default_value = "127.0.0.1:50051")]
     grpc_listen: SocketAddr,
+    #[command(flatten)]
+    security: crate::serve_tls::ServeSecurityArgs,
 }
 
 fn bindings(names: &[String]) -> anyhow::Result<Bindings> {
@@ -95,6 +97,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let bindings = bindings(&args.bindings)?;
+    let tls = args.security.tls()?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let (store, store_name) = open_store(args.store.as_deref())?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -121,7 +125,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let public_url = args
         .public_url
         .clone()
-        .unwrap_or_else(|| format!("http://{local}"));
+        .unwrap_or_else(|| format!("{scheme}://{local}"));
+    let signer = args.security.signer(&public_url)?;
     let limits = Limits {
         max_body_bytes: args.max_body_bytes,
         max_parts: args.max_parts,
@@ -132,7 +137,17 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .limits(limits)
         .bindings(bindings);
     if let Some(addr) = grpc_addr {
-        builder = builder.grpc_url(addr.to_string());
+        builder = builder.grpc_url(match tls {
+            Some(_) => format!("https://{addr}"),
+            None => addr.to_string(),
+        });
+    }
+    if let Some(signer) = signer.clone() {
+        builder = builder.card_hook(Arc::new(move |id, card| {
+            if let Err(e) = signer.sign(card) {
+                tracing::error!("cannot sign the card of {id}: {e}");
+            }
+        }));
     }
     let hub = with_demo_agents(builder)
         .default_agent(&args.default_agent)
@@ -145,9 +160,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             names(&hub)
         );
     }
-    let app = hub
-        .router()
-        .layer(tower_http::trace::TraceLayer::new_for_http());
+    let mut app = hub.router();
+    if let Some(jwks) = signer.as_deref().and_then(crate::serve_tls::jwks_router) {
+        app = app.merge(jwks);
+    }
+    let app = app.layer(tower_http::trace::TraceLayer::new_for_http());
     println!(
         "Heddle is serving {} agents at {public_url} (store: {store_name})",
         hub.agents().len()
@@ -163,11 +180,26 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         "  default card   {public_url}/.well-known/agent-card.json ({})",
         args.default_agent
     );
+    if let Some(s) = &signer {
+        println!(
+            "  cards signed   {} kid {}{}",
+            s.key().alg(),
+            s.key().kid(),
+            if s.jwks().is_some() {
+                format!(
+                    ", public key at {public_url}{}",
+                    crate::serve_tls::JWKS_PATH
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
-    let http = axum::serve(listener, app).with_graceful_shutdown(stopped(stop_rx.clone()));
+    let http = crate::serve_tls::serve(listener, app, tls.clone(), stopped(stop_rx.clone()));
     let grpc = async {
         match (grpc_listener, hub.grpc_routes()) {
             (Some(l), Some(routes)) => {
@@ -175,9 +207,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                     "  gRPC           {} (tenant = agent id)",
                     grpc_addr.map(|a| a.to_string()).unwrap_or_default()
                 );
-                axum::serve(l, routes.into_axum_router())
-                    .with_graceful_shutdown(stopped(stop_rx.clone()))
-                    .await
+                crate::serve_tls::serve(
+                    l,
+                    routes.into_axum_router(),
+                    tls.clone(),
+                    stopped(stop_rx.clone()),
+                )
+                .await
             }
             _ => Ok(()),
         }

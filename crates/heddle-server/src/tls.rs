@@ -37,6 +37,9 @@ use x509_parser::prelude::{FromDer, GeneralName, X509Certificate};
 
 use crate::Caller;
 
+/// The rustls server configuration [`serve_tls`] takes.
+pub use rustls::ServerConfig as TlsServerConfig;
+
 /// Why the TLS settings could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {

@@ -10,7 +10,8 @@
 //!   (EC P-256 → ES256, Ed25519 → EdDSA, RSA → RS256);
 //! * [`KeySet`]: the public keys a verifier trusts (JWK or JWKS);
 //! * [`sign_card`] and [`verify_card`], whose [`Verdict`] tells verified,
-//!   unverifiable (no trusted key for it), absent and invalid apart.
+//!   unverifiable (no trusted key for it), absent and invalid apart;
+//! * [`CardSigner`]: a server's signer, over the dual v1.0 + v0.3 JSON it serves.
 //!
 //! The signature arithmetic is `jsonwebtoken`'s (ring); key types are
 //! matched to the algorithm before any check, so an HS256 signature made
@@ -30,11 +31,13 @@ mod card;
 mod jcs;
 mod keys;
 mod payload;
+mod signer;
 
 pub use card::{ProtectedHeader, Verdict, sign_card, signature_headers, verify_card};
 pub use jcs::canonicalize;
 pub use keys::{KeySet, SigningKey, alg_name, thumbprint};
 pub use payload::{PayloadForm, card_payload};
+pub use signer::CardSigner;
 
 /// Why signing, canonicalizing or reading a key failed.
 #[derive(Debug, thiserror::Error)]
