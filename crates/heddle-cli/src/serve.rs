@@ -20,7 +20,7 @@ pub struct ServeArgs {
     /// The agent whose card the root `/.well-known/agent-card.json` serves.
     #[arg(long, default_value = "echo")]
     default_agent: String,
-    /// The URL clients reach this server at (default: http://LISTEN).
+    /// The URL clients reach this server at (default: http://LISTEN, or https://LISTEN with --tls-cert).
     #[arg(long)]
     public_url: Option<String>,
     /// Largest request body in bytes.
