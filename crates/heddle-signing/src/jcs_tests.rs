@@ -135,3 +135,20 @@ fn nested_objects_are_sorted_and_compact() {
         r#"{"a":[],"b":{"a":{},"z":[1,{"x":1,"y":2}]}}"#
     );
 }
+
+proptest::proptest! {
+    /// Any finite double prints as text that reads back as the same double,
+    /// and canonicalizing canonical text changes nothing.
+    #[test]
+    fn numbers_round_trip_and_canonical_form_is_a_fixed_point(bits in proptest::num::u64::ANY) {
+        let f = f64::from_bits(bits);
+        proptest::prop_assume!(f.is_finite());
+        let mut out = String::new();
+        write_double(f, &mut out).expect("finite");
+        let back: f64 = out.parse().expect("a number");
+        proptest::prop_assert!(back == f, "{} printed as {}", f, out);
+        let doc = format!("{{\"b\":[{out}],\"a\":\"x\"}}");
+        let once = jcs(&doc);
+        proptest::prop_assert_eq!(jcs(&once), once.clone());
+    }
+}
