@@ -245,23 +245,48 @@ fn mtls_client_certificate_is_the_caller() {
     let id = task["id"].as_str().expect("task id").to_owned();
 
     // Tasks are scoped to the caller: alice sees hers, bob and anonymous do not.
-    let get = |who: Option<(&str, &str)>| {
-        let mut args = vec!["task", "get", &echo, &id, "--ca-cert", &ca, "-o", "json"];
-        if let Some((c, k)) = who {
-            args.extend(["--client-cert", c, "--client-key", k]);
-        }
-        heddle(&args)
-    };
-    let o = get(Some((&alice, &alice_key)));
-    assert!(o.status.success(), "{}", text(&o));
-    let o = get(Some((&bob, &bob_key)));
-    assert!(!o.status.success(), "bob read alice's task: {}", text(&o));
-    let o = get(None);
-    assert!(
-        !o.status.success(),
-        "an anonymous caller read alice's task: {}",
-        text(&o)
-    );
+    // Over JSON-RPC and over gRPC, whose listener asks for the same certificates.
+    for binding in ["jsonrpc", "grpc"] {
+        let get = |who: Option<(&str, &str)>| {
+            let mut args = vec![
+                "task",
+                "get",
+                &echo,
+                &id,
+                "--ca-cert",
+                &ca,
+                "-o",
+                "json",
+                "--binding",
+                binding,
+            ];
+            if let Some((c, k)) = who {
+                args.extend(["--client-cert", c, "--client-key", k]);
+            }
+            heddle(&args)
+        };
+        let o = get(Some((&alice, &alice_key)));
+        assert!(o.status.success(), "{binding}: {}", text(&o));
+        let o = get(Some((&bob, &bob_key)));
+        assert!(
+            !o.status.success(),
+            "{binding}: bob read alice's task: {}",
+            text(&o)
+        );
+        assert!(
+            String::from_utf8_lossy(&o.stderr)
+                .to_lowercase()
+                .contains("not found"),
+            "{}",
+            text(&o)
+        );
+        let o = get(None);
+        assert!(
+            !o.status.success(),
+            "{binding}: an anonymous caller read alice's task: {}",
+            text(&o)
+        );
+    }
 }
 
 #[test]
