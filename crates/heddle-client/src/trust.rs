@@ -188,6 +188,10 @@ impl CardVerification {
 }
 
 #[cfg(test)]
+#[path = "trust_tests.rs"]
+mod discovery_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
