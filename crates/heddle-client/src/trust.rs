@@ -101,7 +101,8 @@ pub struct CardVerification {
     /// URL prefixes a signature's `jku` may start with to be fetched, e.g.
     /// `https://agents.example.com/`. A prefix matches only up to a `/`,
     /// `?` or `#` boundary, so `https://a.example` does not trust
-    /// `https://a.example.evil.test/`.
+    /// `https://a.example.evil.test/`. Only asymmetric keys are taken from a
+    /// `jku`: an HMAC key published at a URL is no secret.
     pub trusted_jku: Vec<String>,
 }
 
@@ -173,7 +174,7 @@ impl CardVerification {
                 continue;
             }
             match fetch_jwks(http, &jku).await {
-                Ok(k) => keys.extend(k),
+                Ok(k) => keys.extend(k.without_symmetric()),
                 Err(e) => notes.push(format!("jku {jku}: {e}")),
             }
             fetched.push(jku);

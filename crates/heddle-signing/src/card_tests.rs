@@ -238,6 +238,23 @@ fn hs256_made_with_the_rsa_public_key_is_refused_for_the_rsa_jwk() {
 }
 
 #[test]
+fn published_key_sets_lose_their_symmetric_keys() {
+    let mut keys = hmac_keys();
+    let ec = SigningKey::from_file_text(EC_PEM, None, Some("ec-1")).expect("EC");
+    keys.add(ec.public_jwk().expect("public")).expect("jwk");
+    let keys = keys.without_symmetric();
+    assert_eq!(keys.len(), 1);
+    assert!(matches!(
+        verify_card(&signed(&hmac_key()), &keys),
+        Verdict::Unverifiable(_)
+    ));
+    assert!(matches!(
+        verify_card(&signed(&ec), &keys),
+        Verdict::Verified { .. }
+    ));
+}
+
+#[test]
 fn a_jwk_pinned_to_one_alg_refuses_another() {
     let mut keys = KeySet::new();
     let mut jwk: Value = serde_json::from_str(HMAC_JWK).expect("jwk");

@@ -338,6 +338,16 @@ impl KeySet {
         self.keys.extend(other.keys);
     }
 
+    /// The set without symmetric (`oct`) keys: a key published in a JWKS
+    /// for anyone to fetch is no secret, so an HMAC signature checked with
+    /// it proves nothing.
+    #[must_use]
+    pub fn without_symmetric(mut self) -> Self {
+        self.keys
+            .retain(|k| k.jwk.get("kty").and_then(Value::as_str) != Some("oct"));
+        self
+    }
+
     /// Whether the set holds no key.
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
