@@ -145,23 +145,39 @@ enum One {
     Invalid(String),
 }
 
+/// The v1.0 view of a card: the JSON of the v1.0 model it reads into
+/// ([`heddle_core::card::parse_card`]), so without the v0.3 members of a
+/// dual card. The official Python SDK signs and verifies this view.
+pub fn v1_view(card: &Value) -> Option<Value> {
+    let model = heddle_core::card::parse_card(card).ok()?;
+    serde_json::to_value(model).ok()
+}
+
 /// Checks the card's signatures against `keys`: verified when at least one
 /// signature matches a trusted key (v1 §8.4.3).
+///
+/// A signature may cover the card as served, or its v1.0 view
+/// ([`v1_view`]), each with either presence rule of [`PayloadForm`]. The
+/// v1.0 view leaves out only what the v1.0 model does not hold, so a
+/// verified card read with `parse_card` is exactly what was signed.
 pub fn verify_card(card: &Value, keys: &KeySet) -> Verdict {
     let sigs = signatures(card);
     if sigs.is_empty() {
         return Verdict::Absent;
     }
+    let view = v1_view(card);
     let mut inputs = Vec::new();
-    for form in [PayloadForm::Spec, PayloadForm::DropAllEmpty] {
-        match card_payload(card, form) {
-            Ok(p) => {
-                let encoded = B64.encode(p.as_bytes());
-                if !inputs.contains(&encoded) {
-                    inputs.push(encoded);
+    for doc in std::iter::once(card).chain(view.as_ref()) {
+        for form in [PayloadForm::Spec, PayloadForm::DropAllEmpty] {
+            match card_payload(doc, form) {
+                Ok(p) => {
+                    let encoded = B64.encode(p.as_bytes());
+                    if !inputs.contains(&encoded) {
+                        inputs.push(encoded);
+                    }
                 }
+                Err(e) => return Verdict::Invalid(e.to_string()),
             }
-            Err(e) => return Verdict::Invalid(e.to_string()),
         }
     }
     let mut invalid = Vec::new();

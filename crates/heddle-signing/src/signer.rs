@@ -25,9 +25,22 @@ impl CardSigner {
         &self.key
     }
 
-    /// Adds a signature over `card`'s served JSON to `card.signatures`.
+    /// Adds a signature over `card`'s served JSON to `card.signatures`, and
+    /// for a dual card a second one over its v1.0 JSON alone, which is what
+    /// the official Python SDK's verifier checks.
     pub fn sign(&self, card: &mut v1::AgentCard) -> Result<(), SigningError> {
-        let mut doc = dual_card_json(card);
+        let served = dual_card_json(card);
+        let v1_only =
+            serde_json::to_value(&*card).map_err(|e| SigningError::NotACard(e.to_string()))?;
+        let dual = served != v1_only;
+        self.sign_one(card, served)?;
+        if dual {
+            self.sign_one(card, v1_only)?;
+        }
+        Ok(())
+    }
+
+    fn sign_one(&self, card: &mut v1::AgentCard, mut doc: Value) -> Result<(), SigningError> {
         sign_card(&mut doc, &self.key, self.jku.as_deref())?;
         let entry = doc
             .get("signatures")
@@ -88,6 +101,26 @@ mod tests {
         assert!(matches!(
             verify_card(&served, &keys),
             Verdict::Verified { .. }
+        ));
+        // Two signatures: over the served JSON, and over the v1.0 view; each
+        // verifies alone.
+        assert_eq!(c.signatures.len(), 2);
+        for keep in 0..2 {
+            let mut one = served.clone();
+            one["signatures"] = json!([served["signatures"][keep].clone()]);
+            assert!(
+                matches!(verify_card(&one, &keys), Verdict::Verified { .. }),
+                "signature {keep}"
+            );
+        }
+        // A v0.3-only member changed: the served-JSON signature no longer
+        // holds (the v1.0 model read from the card is what the other covers).
+        let mut v03_changed = served.clone();
+        v03_changed["signatures"] = json!([served["signatures"][0].clone()]);
+        v03_changed["preferredTransport"] = json!("GRPC");
+        assert!(matches!(
+            verify_card(&v03_changed, &keys),
+            Verdict::Invalid(_)
         ));
         // A card changed after signing fails.
         let mut changed = c.clone();

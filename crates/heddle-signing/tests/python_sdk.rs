@@ -1,7 +1,10 @@
 //! Cross-check with the official Python SDK's card signing (a2a-sdk 1.3.0,
 //! `a2a.utils.signing`) through `tests/interop/python/card_signing.py`: for
 //! HS256, ES256, RS256 and EdDSA, a card the SDK signs verifies in Heddle,
-//! and a card Heddle signs verifies in the SDK.
+//! and a card Heddle signs verifies in the SDK. The card has a 0.3 interface,
+//! so both sides serve it in dual v1.0 + v0.3 form: the SDK signs the v1.0
+//! model and serves the union; `heddle_signing::CardSigner` signs the served
+//! union and the v1.0 view.
 //!
 //! Needs `tests/interop/.venv` (`tests/interop/setup.sh`). Without it the test
 //! prints a note and passes, unless `HEDDLE_REQUIRE_INTEROP=1`.
@@ -12,7 +15,8 @@ use std::{
     process::{Command, Stdio},
 };
 
-use heddle_signing::{KeySet, SigningKey, Verdict, sign_card, verify_card};
+use heddle_core::{card::dual_card_json, v1};
+use heddle_signing::{CardSigner, KeySet, SigningKey, Verdict, sign_card, verify_card};
 use serde_json::{Value, json};
 
 fn root() -> PathBuf {
@@ -74,7 +78,8 @@ fn card() -> Value {
         "version": "1.2.0",
         "supportedInterfaces": [
             {"url": "https://agents.example/echo/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
-            {"url": "https://agents.example/echo/rest", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}
+            {"url": "https://agents.example/echo/rest", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+            {"url": "https://agents.example/echo/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}
         ],
         "provider": {"organization": "Example", "url": "https://example.com"},
         "capabilities": {"streaming": true, "pushNotifications": false,
@@ -125,6 +130,10 @@ fn cards_signed_by_the_python_sdk_verify_in_heddle_and_back() {
         );
         assert!(ok, "{alg}: python could not sign: {out}");
         let signed: Value = serde_json::from_str(&out).expect("signed card JSON");
+        assert!(
+            signed.get("protocolVersion").is_some(),
+            "the SDK serves a dual card: {signed}"
+        );
         assert_eq!(
             verify_card(&signed, &trusted),
             Verdict::Verified {
@@ -152,6 +161,14 @@ fn cards_signed_by_the_python_sdk_verify_in_heddle_and_back() {
         let jwk_text = jwk.to_string();
         let (ok, out) = helper(&python, &["verify", alg, &jwk_text], &ours);
         assert!(ok, "{alg}: the SDK refused Heddle's signature: {out}");
+
+        // As `heddle serve` signs and serves it: the dual card.
+        let mut model: v1::AgentCard = serde_json::from_value(card()).expect("v1 card");
+        CardSigner::new(key, None).sign(&mut model).expect("sign");
+        let served = dual_card_json(&model);
+        assert!(served.get("additionalInterfaces").is_some() || served.get("url").is_some());
+        let (ok, out) = helper(&python, &["verify", alg, &jwk_text], &served);
+        assert!(ok, "{alg}: the SDK refused Heddle's served card: {out}");
         let mut changed = ours.clone();
         changed["skills"][0]["tags"][1] = json!("demo");
         let (ok, _) = helper(&python, &["verify", alg, &jwk_text], &changed);

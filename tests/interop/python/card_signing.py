@@ -1,21 +1,24 @@
 """Signs and verifies Agent Cards with the official a2a-sdk (a2a.utils.signing),
 for crates/heddle-signing/tests/python_sdk.rs.
 
-    card_signing.py sign ALG KID KEYFILE   < card.json   → the signed card (JSON)
+    card_signing.py sign ALG KID KEYFILE   < card.json   → the signed card, as served
     card_signing.py verify ALG JWK_JSON    < card.json   → "verified", or exit 1
 
-KEYFILE is a JWK (`oct`, for HS*) or a PEM private key. The card goes through
-the SDK's own path: ParseDict into the generated AgentCard, then the SDK's
-signer or verifier, and MessageToDict back out.
+KEYFILE is a JWK (`oct`, for HS*) or a PEM private key. The card goes the
+SDK's own ways: a server signs the AgentCard model and serves
+`agent_card_to_dict` (v1.0 JSON plus the v0.3 members when the card has a 0.3
+interface); a client reads with `parse_agent_card`, then verifies.
 """
 
 import json
 import sys
 
-from google.protobuf.json_format import MessageToDict, ParseDict
+from google.protobuf.json_format import ParseDict
 from jwt import PyJWK
 from jwt.exceptions import PyJWKError
 
+from a2a.client.card_resolver import parse_agent_card
+from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.types import AgentCard
 from a2a.utils.signing import (
     SignatureVerificationError,
@@ -28,12 +31,16 @@ def read_card() -> AgentCard:
     return ParseDict(json.load(sys.stdin), AgentCard())
 
 
+def read_served_card() -> AgentCard:
+    return parse_agent_card(json.load(sys.stdin))
+
+
 def sign(alg: str, kid: str, key_file: str) -> None:
     text = open(key_file, encoding="utf-8").read()
     key = PyJWK(json.loads(text)) if text.lstrip().startswith("{") else text
     signer = create_agent_card_signer(key, {"alg": alg, "kid": kid, "typ": "JOSE"})
     card = signer(read_card())
-    json.dump(MessageToDict(card), sys.stdout)
+    json.dump(agent_card_to_dict(card), sys.stdout)
 
 
 def verify(alg: str, jwk_json: str) -> int:
@@ -46,7 +53,7 @@ def verify(alg: str, jwk_json: str) -> int:
 
     verifier = create_signature_verifier(key_provider, [alg])
     try:
-        verifier(read_card())
+        verifier(read_served_card())
     except SignatureVerificationError as e:
         print(f"not verified: {e!r}")
         return 1
