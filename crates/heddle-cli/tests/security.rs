@@ -289,6 +289,46 @@ fn mtls_client_certificate_is_the_caller() {
     }
 }
 
+/// The official Python SDK's client (`A2ACardResolver` with the
+/// `a2a.utils.signing` verifier, key from the signature's `jku`) accepts the
+/// cards `heddle serve --sign-key` serves. Needs `tests/interop/.venv`; skips
+/// without it unless `HEDDLE_REQUIRE_INTEROP=1`.
+#[test]
+fn the_python_sdk_client_verifies_cards_heddle_serve_signed() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let python = root.join("tests/interop/.venv/bin/python");
+    if !python.exists() {
+        assert_ne!(
+            std::env::var("HEDDLE_REQUIRE_INTEROP").as_deref(),
+            Ok("1"),
+            "HEDDLE_REQUIRE_INTEROP=1 but {} is missing",
+            python.display()
+        );
+        eprintln!("SKIP python card resolver: {} missing", python.display());
+        return;
+    }
+    for (alg, key) in [
+        ("ES256", "ec.pem"),
+        ("RS256", "rsa.pem"),
+        ("EdDSA", "ed25519.pem"),
+    ] {
+        let server = serve(&["--sign-key", &testdata(key)]);
+        for agent in ["echo", "writer"] {
+            let o = Command::new(&python)
+                .arg(root.join("tests/interop/python/card_signing.py"))
+                .args([
+                    "resolve",
+                    alg,
+                    &format!("{}/api/v1/agents/{agent}", server.url),
+                ])
+                .output()
+                .expect("python runs");
+            assert!(o.status.success(), "{alg} {agent}: {}", text(&o));
+            assert!(String::from_utf8_lossy(&o.stdout).starts_with("verified"));
+        }
+    }
+}
+
 #[test]
 fn card_sign_verify_and_jwks_commands() {
     let dir = tempfile::tempdir().expect("tmp");

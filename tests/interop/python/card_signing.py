@@ -3,6 +3,9 @@ for crates/heddle-signing/tests/python_sdk.rs.
 
     card_signing.py sign ALG KID KEYFILE   < card.json   → the signed card, as served
     card_signing.py verify ALG JWK_JSON    < card.json   → "verified", or exit 1
+    card_signing.py resolve ALG BASE_URL                 → "verified NAME", or exit 1
+                    (A2ACardResolver with the SDK's verifier; the key comes
+                    from the signature's `jku`)
 
 KEYFILE is a JWK (`oct`, for HS*) or a PEM private key. The card goes the
 SDK's own ways: a server signs the AgentCard model and serves
@@ -10,14 +13,17 @@ SDK's own ways: a server signs the AgentCard model and serves
 interface); a client reads with `parse_agent_card`, then verifies.
 """
 
+import asyncio
 import json
 import sys
+
+import httpx
 
 from google.protobuf.json_format import ParseDict
 from jwt import PyJWK
 from jwt.exceptions import PyJWKError
 
-from a2a.client.card_resolver import parse_agent_card
+from a2a.client.card_resolver import A2ACardResolver, parse_agent_card
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.types import AgentCard
 from a2a.utils.signing import (
@@ -61,6 +67,29 @@ def verify(alg: str, jwk_json: str) -> int:
     return 0
 
 
+def jku_key_provider(kid, jku):
+    if not jku:
+        raise PyJWKError("no jku")
+    for jwk in httpx.get(jku).json()["keys"]:
+        if jwk.get("kid") == kid:
+            return PyJWK(jwk)
+    raise PyJWKError(f"no key {kid!r} at {jku}")
+
+
+async def resolve(alg: str, base_url: str) -> int:
+    verifier = create_signature_verifier(jku_key_provider, [alg])
+    async with httpx.AsyncClient() as client:
+        try:
+            card = await A2ACardResolver(client, base_url).get_agent_card(
+                signature_verifier=verifier
+            )
+        except SignatureVerificationError as e:
+            print(f"not verified: {e!r}")
+            return 1
+    print(f"verified {card.name}")
+    return 0
+
+
 def main() -> int:
     mode, alg = sys.argv[1], sys.argv[2]
     if mode == "sign":
@@ -68,6 +97,8 @@ def main() -> int:
         return 0
     if mode == "verify":
         return verify(alg, sys.argv[3])
+    if mode == "resolve":
+        return asyncio.run(resolve(alg, sys.argv[3]))
     print(f"unknown mode {mode}", file=sys.stderr)
     return 2
 
