@@ -6,7 +6,7 @@ use anyhow::Context;
 use clap::Args;
 use heddle_client::{
     CardVerification,
-    heddle_signing::{SigningKey, Verdict, sign_card},
+    heddle_signing::{SigningKey, Verdict, sign_served_card},
 };
 
 use crate::remote::{Connection, Output};
@@ -62,13 +62,14 @@ fn load_key(path: &str, alg: Option<&str>, kid: Option<&str>) -> anyhow::Result<
     SigningKey::from_file_text(&text, alg, kid).with_context(|| format!("the key {path}"))
 }
 
-/// Prints the card with one more signature.
+/// Prints the card with one more signature (two for a dual v1.0 + v0.3 card:
+/// over the JSON, and over its v1.0 view).
 pub async fn sign(args: SignArgs) -> anyhow::Result<ExitCode> {
     let key = load_key(&args.key, args.alg.as_deref(), args.kid.as_deref())?;
     let text = crate::card::read_source(&args.card, &args.conn).await?;
     let mut card: serde_json::Value =
         serde_json::from_str(&text).context("the card is not JSON")?;
-    sign_card(&mut card, &key, args.jku.as_deref())?;
+    sign_served_card(&mut card, &key, args.jku.as_deref())?;
     println!("{}", serde_json::to_string_pretty(&card)?);
     eprintln!("signed with {} (kid {})", key.alg(), key.kid());
     Ok(ExitCode::SUCCESS)

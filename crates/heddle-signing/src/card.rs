@@ -114,6 +114,34 @@ pub fn sign_card(
     Ok(())
 }
 
+/// Signs a card file as it will be served: like [`sign_card`], and for a
+/// dual v1.0 + v0.3 card a second signature over its v1.0 view
+/// ([`v1_view`]), the form the official Python SDK verifies.
+pub fn sign_served_card(
+    card: &mut Value,
+    key: &SigningKey,
+    jku: Option<&str>,
+) -> Result<(), SigningError> {
+    use heddle_core::card::{CardForm, card_form};
+    let view = (card_form(card) == CardForm::Dual)
+        .then(|| v1_view(card))
+        .flatten();
+    sign_card(card, key, jku)?;
+    if let Some(mut view) = view {
+        sign_card(&mut view, key, jku)?;
+        let extra = view
+            .get("signatures")
+            .and_then(Value::as_array)
+            .and_then(|s| s.last())
+            .cloned()
+            .ok_or_else(|| SigningError::NotACard("no signature was added".into()))?;
+        if let Some(Value::Array(list)) = card.get_mut("signatures") {
+            list.push(extra);
+        }
+    }
+    Ok(())
+}
+
 /// The protected headers of the card's signatures that can be read (for a
 /// verifier deciding which `jku` to fetch).
 pub fn signature_headers(card: &Value) -> Vec<ProtectedHeader> {

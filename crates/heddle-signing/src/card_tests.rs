@@ -299,6 +299,27 @@ fn malformed_signatures_and_critical_headers_are_invalid() {
 }
 
 #[test]
+fn a_dual_card_file_gets_a_second_signature_over_its_v1_view() {
+    let mut dual = card();
+    dual["protocolVersion"] = json!("0.3.0");
+    dual["url"] = json!("https://agents.example/echo/a2a");
+    dual["preferredTransport"] = json!("JSONRPC");
+    sign_served_card(&mut dual, &hmac_key(), None).expect("signs");
+    assert_eq!(dual["signatures"].as_array().map(Vec::len), Some(2));
+    // The second alone verifies once the v0.3 members are gone (a v1.0 reader's view).
+    let mut v1_only = v1_view(&dual).expect("view");
+    v1_only["signatures"] = json!([dual["signatures"][1].clone()]);
+    assert!(matches!(
+        verify_card(&v1_only, &hmac_keys()),
+        Verdict::Verified { .. }
+    ));
+    // A plain v1.0 card gets one.
+    let mut plain = card();
+    sign_served_card(&mut plain, &hmac_key(), None).expect("signs");
+    assert_eq!(plain["signatures"].as_array().map(Vec::len), Some(1));
+}
+
+#[test]
 fn one_good_signature_among_several_suffices() {
     let mut c = signed(&SigningKey::from_file_text(HMAC_JWK, None, Some("retired")).expect("key"));
     sign_card(&mut c, &hmac_key(), None).expect("second signature");

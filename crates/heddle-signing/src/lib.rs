@@ -33,7 +33,9 @@ mod keys;
 mod payload;
 mod signer;
 
-pub use card::{ProtectedHeader, Verdict, sign_card, signature_headers, v1_view, verify_card};
+pub use card::{
+    ProtectedHeader, Verdict, sign_card, sign_served_card, signature_headers, v1_view, verify_card,
+};
 pub use jcs::canonicalize;
 pub use keys::{KeySet, SigningKey, alg_name, thumbprint};
 pub use payload::{PayloadForm, card_payload};
