@@ -142,10 +142,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             None => addr.to_string(),
         });
     }
+    // A card that cannot be signed stops the start, rather than be served unsigned.
+    let sign_failures = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     if let Some(signer) = signer.clone() {
+        let failures = sign_failures.clone();
         builder = builder.card_hook(Arc::new(move |id, card| {
-            if let Err(e) = signer.sign(card) {
-                tracing::error!("cannot sign the card of {id}: {e}");
+            if let Err(e) = signer.sign(card)
+                && let Ok(mut f) = failures.lock()
+            {
+                f.push(format!("{id}: {e}"));
             }
         }));
     }
@@ -153,6 +158,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .default_agent(&args.default_agent)
         .build()
         .await;
+    if let Ok(f) = sign_failures.lock()
+        && !f.is_empty()
+    {
+        bail!("cannot sign the cards of {}", f.join("; "));
+    }
     if hub.agent(&args.default_agent).is_none() {
         bail!(
             "no agent named {:?}; the agents are: {}",
