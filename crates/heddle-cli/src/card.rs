@@ -1,4 +1,4 @@
-//! `heddle card`: fetch and validate Agent Cards.
+//! `heddle card`: fetch, validate, sign and verify Agent Cards.
 
 use std::process::ExitCode;
 
@@ -28,12 +28,22 @@ pub enum CardCommand {
         #[command(flatten)]
         conn: Connection,
     },
+    /// Sign a card (JWS over its RFC 8785 canonical form); the signed card goes to stdout.
+    Sign(crate::card_sign::SignArgs),
+    /// Check a card's signatures: verified, unverifiable, absent or invalid
+    /// (exit 0 only when verified).
+    Verify(crate::card_sign::VerifyArgs),
+    /// Print the public JWKS of a PEM signing key (to publish at the `jku`).
+    Jwks(crate::card_sign::JwksArgs),
 }
 
 /// Runs a card command; `validate` exits 0 when valid, 1 when not.
 pub async fn run(cmd: CardCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         CardCommand::Get { url, conn } => crate::remote::card_get(&url, &conn).await,
+        CardCommand::Sign(args) => crate::card_sign::sign(args).await,
+        CardCommand::Verify(args) => crate::card_sign::verify(args).await,
+        CardCommand::Jwks(args) => crate::card_sign::jwks(&args),
         CardCommand::Validate { source, conn } => {
             let text = read_source(&source, &conn).await?;
             let doc: serde_json::Value =
@@ -71,7 +81,7 @@ pub async fn run(cmd: CardCommand) -> anyhow::Result<ExitCode> {
 }
 
 /// The card JSON from a URL (trying the well-known paths), a file, or stdin.
-async fn read_source(source: &str, conn: &Connection) -> anyhow::Result<String> {
+pub(crate) async fn read_source(source: &str, conn: &Connection) -> anyhow::Result<String> {
     if source == "-" {
         return std::io::read_to_string(std::io::stdin()).context("reading standard input");
     }
@@ -81,7 +91,7 @@ async fn read_source(source: &str, conn: &Connection) -> anyhow::Result<String> 
             .with_context(|| format!("reading {source}"));
     }
     let opts = conn.options()?;
-    let http = heddle_client::reqwest::Client::new();
+    let http = heddle_client::http_client(&opts)?;
     let urls: Vec<String> = if source.ends_with(".json") {
         vec![source.to_owned()]
     } else {
@@ -100,7 +110,7 @@ async fn read_source(source: &str, conn: &Connection) -> anyhow::Result<String> 
         match req.send().await {
             Ok(r) if r.status().is_success() => return Ok(r.text().await?),
             Ok(r) => last = format!("GET {u}: HTTP {}", r.status().as_u16()),
-            Err(e) => last = format!("GET {u}: {}", e.without_url()),
+            Err(e) => last = format!("GET {u}: {}", heddle_client::ClientError::from(e)),
         }
     }
     anyhow::bail!("{last}")

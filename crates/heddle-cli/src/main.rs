@@ -1,10 +1,13 @@
 //! `heddle`: serve A2A agents, talk to any A2A agent, and work with Agent Cards.
 
 mod card;
+mod card_sign;
 mod keys;
 mod remote;
 mod serve;
 mod serve_auth;
+mod serve_tls;
+mod trust;
 
 use std::process::ExitCode;
 

@@ -72,6 +72,8 @@ pub struct Connection {
     /// Print the raw wire (secrets redacted) to standard error.
     #[arg(long, global = true)]
     pub debug: bool,
+    #[command(flatten)]
+    pub trust: crate::trust::TrustArgs,
 }
 
 impl Connection {
@@ -103,7 +105,7 @@ impl Connection {
         let wire_log: Option<heddle_client::WireLog> = self
             .debug
             .then(|| Arc::new(|line: &str| eprintln!("{line}")) as heddle_client::WireLog);
-        Ok(ClientOptions {
+        let mut opts = ClientOptions {
             bindings,
             version,
             credentials: Credentials {
@@ -123,7 +125,9 @@ impl Connection {
             headers,
             wire_log,
             ..ClientOptions::default()
-        })
+        };
+        self.trust.apply(&mut opts)?;
+        Ok(opts)
     }
 
     pub async fn client(&self, url: &str) -> anyhow::Result<A2aClient> {
@@ -640,8 +644,15 @@ pub async fn chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
 /// `heddle card get`.
 pub async fn card_get(url: &str, conn: &Connection) -> anyhow::Result<ExitCode> {
     let opts = conn.options()?;
-    let http = reqwest_client();
-    let (card, card_url) = heddle_client::fetch_card(&http, url, None, &opts.headers).await?;
+    let http = heddle_client::http_client(&opts)?;
+    let (card, card_url) = heddle_client::fetch_card_verified(
+        &http,
+        url,
+        None,
+        &opts.headers,
+        opts.card_verification.as_ref(),
+    )
+    .await?;
     if conn.output == Output::Json {
         print_json(&card)?;
         return Ok(ExitCode::SUCCESS);
@@ -675,8 +686,4 @@ pub async fn card_get(url: &str, conn: &Connection) -> anyhow::Result<ExitCode> 
         println!("  security: {}", names.join(", "));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn reqwest_client() -> heddle_client::reqwest::Client {
-    heddle_client::reqwest::Client::new()
 }

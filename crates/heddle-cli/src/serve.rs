@@ -3,7 +3,6 @@
 use std::{net::SocketAddr, path::PathBuf, sync::Arc};
 
 use anyhow::{Context, bail};
-use axum::serve::ListenerExt as _;
 use clap::Args;
 use heddle_hub::{Bindings, Hub, agents::with_demo_agents};
 use heddle_server::Limits;
@@ -21,7 +20,7 @@ pub struct ServeArgs {
     /// The agent whose card the root `/.well-known/agent-card.json` serves.
     #[arg(long, default_value = "echo")]
     default_agent: String,
-    /// The URL clients reach this server at (default: http://LISTEN).
+    /// The URL clients reach this server at (default: http://LISTEN, or https://LISTEN with --tls-cert).
     #[arg(long)]
     public_url: Option<String>,
     /// Largest request body in bytes.
@@ -48,6 +47,8 @@ pub struct ServeArgs {
     /// turns authentication on.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    #[command(flatten)]
+    security: crate::serve_tls::ServeSecurityArgs,
 }
 
 fn bindings(names: &[String]) -> anyhow::Result<Bindings> {
@@ -105,6 +106,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let bindings = bindings(&args.bindings)?;
+    let tls = args.security.tls()?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let (store, store_name) = open_store(args.store.as_deref())?;
     let auth = crate::serve_auth::authenticator(
         args.require_auth,
@@ -137,7 +140,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let public_url = args
         .public_url
         .clone()
-        .unwrap_or_else(|| format!("http://{local}"));
+        .unwrap_or_else(|| format!("{scheme}://{local}"));
+    let signer = args.security.signer(&public_url)?;
     let limits = Limits {
         max_body_bytes: args.max_body_bytes,
         max_parts: args.max_parts,
@@ -148,7 +152,22 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .limits(limits)
         .bindings(bindings);
     if let Some(addr) = grpc_addr {
-        builder = builder.grpc_url(addr.to_string());
+        builder = builder.grpc_url(match tls {
+            Some(_) => format!("https://{addr}"),
+            None => addr.to_string(),
+        });
+    }
+    // A card that cannot be signed stops the start, rather than be served unsigned.
+    let sign_failures = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    if let Some(signer) = signer.clone() {
+        let failures = sign_failures.clone();
+        builder = builder.card_hook(Arc::new(move |id, card| {
+            if let Err(e) = signer.sign(card)
+                && let Ok(mut f) = failures.lock()
+            {
+                f.push(format!("{id}: {e}"));
+            }
+        }));
     }
     let auth_on = auth.is_some();
     let mut auth_lines = Vec::new();
@@ -160,6 +179,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .default_agent(&args.default_agent)
         .build()
         .await;
+    if let Ok(f) = sign_failures.lock()
+        && !f.is_empty()
+    {
+        bail!("cannot sign the cards of {}", f.join("; "));
+    }
     if hub.agent(&args.default_agent).is_none() {
         bail!(
             "no agent named {:?}; the agents are: {}",
@@ -167,14 +191,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             names(&hub)
         );
     }
+    let mut app = hub.router();
+    if let Some(jwks) = signer.as_deref().and_then(crate::serve_tls::jwks_router) {
+        app = app.merge(jwks);
+    }
     // Spans name the path, never the query: an API key may travel there.
-    let app = hub.router().layer(
-        tower_http::trace::TraceLayer::new_for_http().make_span_with(
-            |req: &axum::http::Request<axum::body::Body>| {
-                tracing::debug_span!("request", method = %req.method(), path = %req.uri().path())
-            },
-        ),
-    );
+    let app = app.layer(tower_http::trace::TraceLayer::new_for_http().make_span_with(
+        |req: &axum::http::Request<axum::body::Body>| {
+            tracing::debug_span!("request", method = %req.method(), path = %req.uri().path())
+        },
+    ));
     println!(
         "Heddle is serving {} agents at {public_url} (store: {store_name}{})",
         hub.agents().len(),
@@ -198,17 +224,26 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     for line in &auth_lines {
         println!("{line}");
     }
+    if let Some(s) = &signer {
+        println!(
+            "  cards signed   {} kid {}{}",
+            s.key().alg(),
+            s.key().kid(),
+            if s.jwks().is_some() {
+                format!(
+                    ", public key at {public_url}{}",
+                    crate::serve_tls::JWKS_PATH
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
-    // Small writes (an SSE event, HTTP/2's headers, data and trailers frames)
-    // must not wait out Nagle's algorithm against the peer's delayed ACK.
-    let nodelay = |tcp: &mut tokio::net::TcpStream| {
-        let _ = tcp.set_nodelay(true);
-    };
-    let http =
-        axum::serve(listener.tap_io(nodelay), app).with_graceful_shutdown(stopped(stop_rx.clone()));
+    let http = crate::serve_tls::serve(listener, app, tls.clone(), stopped(stop_rx.clone()));
     let grpc = async {
         match (grpc_listener, hub.grpc_app()) {
             (Some(l), Some(app)) => {
@@ -216,9 +251,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                     "  gRPC           {} (tenant = agent id)",
                     grpc_addr.map(|a| a.to_string()).unwrap_or_default()
                 );
-                axum::serve(l.tap_io(nodelay), app)
-                    .with_graceful_shutdown(stopped(stop_rx.clone()))
-                    .await
+                crate::serve_tls::serve(l, app, tls.clone(), stopped(stop_rx.clone())).await
             }
             _ => Ok(()),
         }

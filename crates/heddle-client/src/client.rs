@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use crate::{
     ClientError, Credentials,
     credentials::{KeyPlace, api_key_place, is_sensitive_header},
-    discovery::{CardCache, choose_interface, fetch_card},
+    discovery::{CardCache, choose_interface, fetch_card_verified},
     grpc::GrpcTransport,
 };
 
@@ -79,6 +79,11 @@ pub struct ClientOptions {
     pub wire_log: Option<WireLog>,
     /// An HTTP client to reuse.
     pub http: Option<reqwest::Client>,
+    /// Extra CAs and a client certificate, for HTTP and gRPC (not applied to
+    /// a caller-supplied [`ClientOptions::http`]).
+    pub tls: crate::TlsOptions,
+    /// When set, discovery requires a card signature that verifies.
+    pub card_verification: Option<crate::CardVerification>,
 }
 
 impl Default for ClientOptions {
@@ -92,6 +97,8 @@ impl Default for ClientOptions {
             retries: 3,
             wire_log: None,
             http: None,
+            tls: crate::TlsOptions::default(),
+            card_verification: None,
         }
     }
 }
@@ -149,12 +156,18 @@ impl std::fmt::Debug for A2aClient {
     }
 }
 
-fn http_client(opts: &ClientOptions) -> Result<reqwest::Client, ClientError> {
+/// The HTTP client `opts` describe: [`ClientOptions::http`] when given,
+/// else a new one with [`ClientOptions::tls`] applied.
+pub fn http_client(opts: &ClientOptions) -> Result<reqwest::Client, ClientError> {
     match &opts.http {
         Some(c) => Ok(c.clone()),
-        None => reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .user_agent(concat!("heddle/", env!("CARGO_PKG_VERSION")))
+        None => opts
+            .tls
+            .apply(
+                reqwest::Client::builder()
+                    .connect_timeout(Duration::from_secs(10))
+                    .user_agent(concat!("heddle/", env!("CARGO_PKG_VERSION"))),
+            )?
             .build()
             .map_err(ClientError::from),
     }
@@ -164,7 +177,14 @@ impl A2aClient {
     /// Fetches the card of the agent at `url` and binds to its best interface.
     pub async fn discover(url: &str, opts: ClientOptions) -> Result<Self, ClientError> {
         let http = http_client(&opts)?;
-        let (card, _) = fetch_card(&http, url, Some(&CardCache::default()), &opts.headers).await?;
+        let (card, _) = fetch_card_verified(
+            &http,
+            url,
+            Some(&CardCache::default()),
+            &opts.headers,
+            opts.card_verification.as_ref(),
+        )
+        .await?;
         Self::from_card(
             card,
             ClientOptions {

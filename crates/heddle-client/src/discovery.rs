@@ -4,7 +4,9 @@ use std::{collections::HashMap, sync::Mutex};
 
 use heddle_core::{ProtocolVersion, card::parse_card, v1};
 
-use crate::{ClientError, client::Binding};
+use heddle_signing::Verdict;
+
+use crate::{CardVerification, ClientError, client::Binding};
 
 /// Card paths, current name first (v1 §8.2), then the pre-0.3 one.
 const CARD_PATHS: [&str; 2] = ["/.well-known/agent-card.json", "/.well-known/agent.json"];
@@ -32,6 +34,19 @@ pub async fn fetch_card(
     url: &str,
     cache: Option<&CardCache>,
     auth: &[(String, String)],
+) -> Result<(v1::AgentCard, String), ClientError> {
+    fetch_card_verified(http, url, cache, auth, None).await
+}
+
+/// [`fetch_card`], then, with `verification`, a check of the card's
+/// signatures on the JSON as served: anything but verified is a
+/// [`ClientError::CardSignature`].
+pub async fn fetch_card_verified(
+    http: &reqwest::Client,
+    url: &str,
+    cache: Option<&CardCache>,
+    auth: &[(String, String)],
+    verification: Option<&CardVerification>,
 ) -> Result<(v1::AgentCard, String), ClientError> {
     let mut last = String::new();
     for card_url in card_urls(url) {
@@ -75,6 +90,12 @@ pub async fn fetch_card(
             .await
             .map_err(|e| ClientError::Card(format!("{card_url}: not JSON: {e}")))?;
         let card = parse_card(&doc).map_err(|e| ClientError::Card(format!("{card_url}: {e}")))?;
+        if let Some(v) = verification {
+            match v.verify(http, &doc).await? {
+                Verdict::Verified { .. } => {}
+                other => return Err(ClientError::CardSignature(format!("{card_url}: {other}"))),
+            }
+        }
         if let (Some(cache), Some(etag)) = (cache, etag)
             && let Ok(mut m) = cache.entries.lock()
         {

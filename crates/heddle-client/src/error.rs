@@ -28,12 +28,28 @@ pub enum ClientError {
     /// The card could not be fetched or read.
     #[error("agent card: {0}")]
     Card(String),
+    /// Card signatures are required and this card's did not verify
+    /// (unverifiable, absent or invalid).
+    #[error("agent card signature: {0}")]
+    CardSignature(String),
 }
 
 impl From<reqwest::Error> for ClientError {
     fn from(e: reqwest::Error) -> Self {
-        // Without the URL: it may carry an API key in its query.
-        ClientError::Transport(e.without_url().to_string())
+        // Without the URL: it may carry an API key in its query. With the
+        // causes, which say what failed (a refused connection, an unknown
+        // certificate issuer).
+        let e = e.without_url();
+        let mut message = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(cause) = source {
+            let text = cause.to_string();
+            if !message.contains(&text) {
+                message = format!("{message}: {text}");
+            }
+            source = cause.source();
+        }
+        ClientError::Transport(message)
     }
 }
 

@@ -26,7 +26,7 @@ use tonic::{
     Code, Status,
     codec::Streaming,
     metadata::{AsciiMetadataKey, AsciiMetadataValue},
-    transport::{Channel, ClientTlsConfig, Endpoint},
+    transport::{Channel, Endpoint},
 };
 
 use crate::{
@@ -92,9 +92,7 @@ impl GrpcTransport {
             .user_agent(concat!("heddle/", env!("CARGO_PKG_VERSION")))
             .map_err(bad)?;
         if uri.starts_with("https://") {
-            endpoint = endpoint
-                .tls_config(ClientTlsConfig::new().with_webpki_roots())
-                .map_err(bad)?;
+            endpoint = endpoint.tls_config(opts.tls.grpc_config()).map_err(bad)?;
         }
 
         let mut pairs: Vec<(String, String)> = vec![("a2a-version".into(), version.to_string())];

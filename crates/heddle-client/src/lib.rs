@@ -12,6 +12,10 @@
 //!   streams as async [`futures::Stream`]s of typed events;
 //! * credentials: bearer tokens, API keys (placed where the card's scheme
 //!   says) and OAuth 2.0 client credentials (cached tokens), never logged;
+//! * trust: extra CA certificates and a client certificate (mTLS) for HTTP
+//!   and gRPC ([`TlsOptions`]); signed cards required at discovery when
+//!   [`ClientOptions::card_verification`] is set (pinned keys, JWKS URLs,
+//!   trusted `jku` prefixes);
 //! * retries with jittered backoff and `Retry-After` for idempotent calls only:
 //!   a send is never retried after an ambiguous failure.
 //!
@@ -30,12 +34,16 @@ mod discovery;
 mod error;
 mod grpc;
 mod oauth;
+mod trust;
 
-pub use client::{A2aClient, Binding, ClientOptions, EventStream, SendReply, WireLog};
+pub use client::{A2aClient, Binding, ClientOptions, EventStream, SendReply, WireLog, http_client};
 pub use credentials::{Credentials, Secret};
-pub use discovery::{CardCache, choose_interface, fetch_card};
+pub use discovery::{CardCache, choose_interface, fetch_card, fetch_card_verified};
 pub use error::ClientError;
 pub use heddle_core::task::TaskAccumulator;
+/// Card signing and verification (keys, verdicts), for [`CardVerification`].
+pub use heddle_signing;
 pub use oauth::{ClientCredentials, TokenSource, token_url_from_card};
 /// The HTTP client crate, for callers that share a client.
 pub use reqwest;
+pub use trust::{CardVerification, ClientIdentity, TlsOptions, jku_trusted};

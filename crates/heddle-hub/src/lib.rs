@@ -129,7 +129,11 @@ pub struct HubBuilder {
     default_agent: Option<String>,
     bindings: Bindings,
     auth: Option<heddle_auth::Authenticator>,
+    card_hook: Option<CardHook>,
 }
+
+/// Runs on each agent's finished card before it is served (see [`HubBuilder::card_hook`]).
+pub type CardHook = Arc<dyn Fn(&str, &mut v1::AgentCard) + Send + Sync>;
 
 impl Hub {
     /// A builder for a hub reachable at `public_url` (e.g. `http://127.0.0.1:8080`).
@@ -143,6 +147,7 @@ impl Hub {
             default_agent: None,
             bindings: Bindings::default(),
             auth: None,
+            card_hook: None,
         }
     }
 
@@ -283,6 +288,15 @@ impl HubBuilder {
         self
     }
 
+    /// Runs `hook(agent_id, card)` on each agent's card once its interfaces
+    /// are set, before anything serves it: to sign it, for example
+    /// (`heddle_signing::CardSigner::sign`).
+    #[must_use]
+    pub fn card_hook(mut self, hook: CardHook) -> Self {
+        self.card_hook = Some(hook);
+        self
+    }
+
     /// Adds an agent; at build time its card gets the hub's interface URLs.
     #[must_use]
     pub fn agent(
@@ -313,13 +327,16 @@ impl HubBuilder {
                     &a.profile,
                     self.bindings,
                 );
-                let (card, extended) = match &self.auth {
+                let (mut card, extended) = match &self.auth {
                     Some(auth) => {
                         let (card, extended) = auth::secured_cards(auth, card);
                         (card, Some(extended))
                     }
                     None => (card, None),
                 };
+                if let Some(hook) = &self.card_hook {
+                    hook(&a.id, &mut card);
+                }
                 let mut handler = RequestHandler::new(
                     a.id.clone(),
                     card,
@@ -369,10 +386,12 @@ pub fn card_for(public_url: &str, id: &str, p: &AgentProfile, bindings: Bindings
 
 /// The gRPC listener's address as v1.0 and v0.3 callers want it: bare
 /// `host:port` (v1.0 suites dial it as is) and `http://host:port` (v0.3
-/// clients parse a URL). A given scheme is kept for v0.3.
+/// clients parse a URL). A given scheme is kept for v0.3, and `https` for both.
 fn grpc_addresses(url: &str) -> (String, String) {
     let url = url.trim().trim_end_matches('/');
     match url.split_once("://") {
+        // Over TLS the scheme must stay: a bare address reads as plaintext.
+        Some(("https", _)) => (url.to_owned(), url.to_owned()),
         Some((_, bare)) => (bare.to_owned(), url.to_owned()),
         None => (url.to_owned(), format!("http://{url}")),
     }

@@ -17,6 +17,8 @@
 //!   binding and the card routes as an axum router.
 //! * `grpc` (feature `grpc`): the gRPC binding, v1.0 and v0.3, for many
 //!   agents on one listener, with health and reflection.
+//! * `tls` (feature `tls`): serving any of these routers over TLS (rustls),
+//!   with mTLS client certificates as the [`Caller`].
 //!
 //! A one-agent server of your own:
 //!
@@ -44,6 +46,8 @@ mod live;
 mod rest;
 mod rest_v03;
 pub mod server;
+#[cfg(feature = "tls")]
+pub mod tls;
 
 pub use agent::{AgentError, AgentExecutor, Caller, RequestContext};
 pub use events::{EventError, TaskEvents};

@@ -1,0 +1,251 @@
+//! Serving over TLS (rustls, ring): HTTP/1.1 and HTTP/2 (so gRPC too) on
+//! one listener, with optional mutual TLS.
+//!
+//! With a client CA, a client certificate that verifies against it makes
+//! the caller: its subject CN, or else its first DNS/email/URI SAN, goes into
+//! the request extensions as [`Caller::authenticated`], where every binding
+//! reads it (an authentication layer leaves a caller already authenticated
+//! alone). Without a certificate the connection is anonymous, unless
+//! [`TlsSettings::require_client_cert`] says every client must present one.
+//!
+//! ```no_run
+//! # async fn run(app: axum::Router) -> Result<(), Box<dyn std::error::Error>> {
+//! use heddle_server::tls::{TlsSettings, serve_tls};
+//! let settings = TlsSettings::from_pem(&std::fs::read("cert.pem")?, &std::fs::read("key.pem")?)?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8443").await?;
+//! serve_tls(listener, settings.server_config()?, app, std::future::pending()).await?;
+//! # Ok(()) }
+//! ```
+
+use std::{future::Future, sync::Arc, time::Duration};
+
+use axum::{Router, extract::Request};
+use hyper_util::{
+    rt::{TokioExecutor, TokioIo},
+    server::{conn::auto::Builder, graceful::GracefulShutdown},
+    service::TowerToHyperService,
+};
+use rustls::{
+    RootCertStore, ServerConfig,
+    pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject},
+    server::WebPkiClientVerifier,
+};
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+use tower::ServiceExt as _;
+use x509_parser::prelude::{FromDer, GeneralName, X509Certificate};
+
+use crate::Caller;
+
+/// The rustls server configuration [`serve_tls`] takes.
+pub use rustls::ServerConfig as TlsServerConfig;
+
+/// Why the TLS settings could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// A PEM file held no certificate or key, or could not be read.
+    #[error("{what}: {message}")]
+    Pem {
+        /// Which input.
+        what: &'static str,
+        /// What was wrong.
+        message: String,
+    },
+    /// rustls refused the certificate, key or client CA.
+    #[error("TLS configuration: {0}")]
+    Config(String),
+}
+
+/// A server certificate chain and key, and the CAs whose client
+/// certificates identify callers.
+#[derive(Clone)]
+pub struct TlsSettings {
+    chain: Vec<CertificateDer<'static>>,
+    key: Arc<PrivateKeyDer<'static>>,
+    client_ca: Vec<CertificateDer<'static>>,
+    /// Refuse connections without a client certificate (when a client CA is set).
+    pub require_client_cert: bool,
+}
+
+impl std::fmt::Debug for TlsSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsSettings")
+            .field("chain", &self.chain.len())
+            .field("key", &"[redacted]")
+            .field("client_ca", &self.client_ca.len())
+            .field("require_client_cert", &self.require_client_cert)
+            .finish()
+    }
+}
+
+fn certs(what: &'static str, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let certs = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| TlsError::Pem {
+            what,
+            message: e.to_string(),
+        })?;
+    if certs.is_empty() {
+        return Err(TlsError::Pem {
+            what,
+            message: "no CERTIFICATE block".into(),
+        });
+    }
+    Ok(certs)
+}
+
+impl TlsSettings {
+    /// The certificate chain (leaf first) and its private key, both PEM.
+    pub fn from_pem(cert_chain: &[u8], key: &[u8]) -> Result<Self, TlsError> {
+        let key = PrivateKeyDer::from_pem_slice(key).map_err(|e| TlsError::Pem {
+            what: "TLS key",
+            message: e.to_string(),
+        })?;
+        Ok(Self {
+            chain: certs("TLS certificate", cert_chain)?,
+            key: Arc::new(key),
+            client_ca: Vec::new(),
+            require_client_cert: false,
+        })
+    }
+
+    /// Asks clients for a certificate issued by one of these CAs (PEM).
+    pub fn with_client_ca(mut self, ca: &[u8]) -> Result<Self, TlsError> {
+        self.client_ca = certs("client CA", ca)?;
+        Ok(self)
+    }
+
+    /// The rustls configuration, offering HTTP/2 and HTTP/1.1 by ALPN.
+    pub fn server_config(&self) -> Result<Arc<ServerConfig>, TlsError> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| TlsError::Config(e.to_string()))?;
+        let builder = if self.client_ca.is_empty() {
+            builder.with_no_client_auth()
+        } else {
+            let mut roots = RootCertStore::empty();
+            for ca in &self.client_ca {
+                roots
+                    .add(ca.clone())
+                    .map_err(|e| TlsError::Config(format!("client CA: {e}")))?;
+            }
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+            let verifier = if self.require_client_cert {
+                verifier
+            } else {
+                verifier.allow_unauthenticated()
+            };
+            builder.with_client_cert_verifier(
+                verifier
+                    .build()
+                    .map_err(|e| TlsError::Config(format!("client CA: {e}")))?,
+            )
+        };
+        let mut config = builder
+            .with_single_cert(self.chain.clone(), self.key.clone_key())
+            .map_err(|e| TlsError::Config(e.to_string()))?;
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Ok(Arc::new(config))
+    }
+}
+
+/// The caller a verified client certificate names: its subject CN, else its
+/// first DNS name, email or URI SAN.
+pub fn caller_from_certificate(der: &[u8]) -> Option<Caller> {
+    let (_, cert) = X509Certificate::from_der(der).ok()?;
+    let cn = cert
+        .subject()
+        .iter_common_name()
+        .find_map(|cn| cn.as_str().ok().map(str::to_owned));
+    let san = || {
+        cert.subject_alternative_name()
+            .ok()
+            .flatten()
+            .and_then(|ext| {
+                ext.value.general_names.iter().find_map(|n| match n {
+                    GeneralName::DNSName(s) | GeneralName::RFC822Name(s) | GeneralName::URI(s) => {
+                        Some((*s).to_owned())
+                    }
+                    _ => None,
+                })
+            })
+    };
+    cn.filter(|s| !s.is_empty())
+        .or_else(san)
+        .map(Caller::authenticated)
+}
+
+/// How long a client gets to finish the TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Serves `app` over TLS on `listener` until `shutdown` resolves, then lets
+/// open connections finish (up to 10 s).
+pub async fn serve_tls(
+    listener: TcpListener,
+    config: Arc<ServerConfig>,
+    app: Router,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let acceptor = TlsAcceptor::from(config);
+    let graceful = GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (tcp, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!("accept: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        // HTTP/2 frames and SSE events are small writes: no Nagle delay.
+        let _ = tcp.set_nodelay(true);
+        let acceptor = acceptor.clone();
+        let app = app.clone();
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                Ok(Ok(tls)) => tls,
+                Ok(Err(e)) => {
+                    tracing::debug!(%peer, "TLS handshake failed: {e}");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!(%peer, "TLS handshake timed out");
+                    return;
+                }
+            };
+            let caller = tls
+                .get_ref()
+                .1
+                .peer_certificates()
+                .and_then(|c| c.first())
+                .and_then(|c| caller_from_certificate(c));
+            let service = app.map_request(move |mut req: Request<hyper::body::Incoming>| {
+                if let Some(c) = &caller {
+                    req.extensions_mut().insert(c.clone());
+                }
+                req
+            });
+            let builder = Builder::new(TokioExecutor::new());
+            let conn = builder.serve_connection_with_upgrades(
+                TokioIo::new(tls),
+                TowerToHyperService::new(service),
+            );
+            if let Err(e) = watcher.watch(conn).await {
+                tracing::debug!(%peer, "connection: {e}");
+            }
+        });
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(Duration::from_secs(10), graceful.shutdown()).await;
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "tls_tests.rs"]
+mod tests;
