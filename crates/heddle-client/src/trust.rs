@@ -30,8 +30,10 @@ impl std::fmt::Debug for ClientIdentity {
     }
 }
 
-/// TLS settings for HTTP and gRPC. The built-in web PKI roots (webpki-roots)
-/// are always trusted; [`TlsOptions::ca_certs`] adds private CAs.
+/// TLS settings for HTTP and gRPC. The system's trusted roots (read by
+/// rustls-native-certs) and the built-in web PKI roots (webpki-roots, for
+/// machines without a system store) are always trusted;
+/// [`TlsOptions::ca_certs`] adds private CAs.
 #[derive(Clone, Debug, Default)]
 pub struct TlsOptions {
     /// Extra CA certificates to trust, each a PEM text (may hold several).
@@ -71,7 +73,9 @@ impl TlsOptions {
 
     /// The gRPC (tonic) TLS configuration.
     pub(crate) fn grpc_config(&self) -> tonic::transport::ClientTlsConfig {
-        let mut config = tonic::transport::ClientTlsConfig::new().with_webpki_roots();
+        let mut config = tonic::transport::ClientTlsConfig::new()
+            .with_native_roots()
+            .with_webpki_roots();
         for pem in &self.ca_certs {
             config = config.ca_certificate(tonic::transport::Certificate::from_pem(pem));
         }
