@@ -15,10 +15,13 @@
 
 mod memory;
 mod page;
+mod push;
 mod sqlite;
+mod sqlite_push;
 
 pub use memory::{MemoryLimits, MemoryStore};
 pub use page::{PageToken, sort_key};
+pub use push::{Delivery, DeliveryOutcome, NewDelivery, PushConfigRecord, PushStore};
 pub use sqlite::{SqliteOptions, SqliteStore};
 
 use async_trait::async_trait;
@@ -88,7 +91,7 @@ pub enum StoreError {
 
 /// Task persistence. Implementations must be safe to share across threads.
 #[async_trait]
-pub trait TaskStore: Send + Sync + 'static {
+pub trait TaskStore: PushStore + Send + Sync + 'static {
     /// The task with `task_id` in `scope`, if any.
     async fn load(&self, scope: &Scope, task_id: &str) -> Result<Option<v1::Task>, StoreError>;
 

@@ -43,6 +43,7 @@ impl Default for MemoryLimits {
 pub struct MemoryStore {
     limits: MemoryLimits,
     inner: Mutex<Inner>,
+    pub(crate) push: crate::push::MemoryPush,
 }
 
 #[derive(Debug, Default)]
@@ -84,6 +85,7 @@ impl MemoryStore {
         Self {
             limits,
             inner: Mutex::default(),
+            push: Default::default(),
         }
     }
 

@@ -48,6 +48,8 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX tasks_by_context ON tasks (agent, owner, context_id, status_ms DESC, id DESC);
     CREATE INDEX tasks_by_state ON tasks (agent, owner, state, status_ms DESC, id DESC);
     CREATE INDEX tasks_running ON tasks (state) WHERE state IN (1, 2);",
+    // 2: push notification configs and the delivery outbox (crate::sqlite_push).
+    crate::sqlite_push::MIGRATION,
 ];
 
 /// How long a connection waits on a lock held by another connection (e.g. a
@@ -139,11 +141,20 @@ enum WriteOp {
         reason: String,
         reply: oneshot::Sender<Result<u64, StoreError>>,
     },
+    /// Any other write, run in the writer's transaction.
+    Exec {
+        f: ExecFn,
+        reply: oneshot::Sender<Result<u64, StoreError>>,
+    },
     /// Parks the writer until the sender is dropped or signals, so a test
     /// can queue many saves and see them committed together.
     #[cfg(test)]
     Hold(mpsc::Receiver<()>),
 }
+
+/// A write run by the writer thread inside its transaction.
+pub(crate) type ExecFn =
+    Box<dyn FnOnce(&rusqlite::Transaction<'_>) -> Result<u64, StoreError> + Send>;
 
 /// A task as the `tasks` table stores it.
 struct TaskRow {
@@ -156,7 +167,7 @@ struct TaskRow {
     body: Vec<u8>,
 }
 
-fn db(e: rusqlite::Error) -> StoreError {
+pub(crate) fn db(e: rusqlite::Error) -> StoreError {
     StoreError::Database(e.to_string())
 }
 
@@ -203,6 +214,24 @@ impl SqliteStore {
     /// [`open`](Self::open) with default options.
     pub fn open_path(path: impl Into<PathBuf>) -> Result<Self, StoreError> {
         Self::open(SqliteOptions::new(path))
+    }
+
+    /// Runs `f` in the writer's next transaction and waits for the commit.
+    pub(crate) async fn exec(
+        &self,
+        f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<u64, StoreError> + Send + 'static,
+    ) -> Result<u64, StoreError> {
+        let f: ExecFn = Box::new(f);
+        self.write(|reply| WriteOp::Exec { f, reply }).await
+    }
+
+    /// Runs `f` on a pooled read-only connection.
+    pub(crate) async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        self.readers.with(f).await
     }
 
     /// Queues `op` for the writer and waits for its answer.
@@ -354,6 +383,7 @@ impl Writer {
                 WriteOp::FailInterrupted { reason, reply } => {
                     ops.push((Op::FailInterrupted(reason), reply));
                 }
+                WriteOp::Exec { f, reply } => ops.push((Op::Exec(f), reply)),
                 #[cfg(test)]
                 WriteOp::Hold(release) => {
                     let _ = release.recv();
@@ -388,6 +418,7 @@ impl Writer {
             let result = match op {
                 Op::Save(row) => save_row(&tx, &row),
                 Op::FailInterrupted(reason) => fail_rows(&tx, &reason),
+                Op::Exec(f) => f(&tx),
             };
             // Some errors (disk full, I/O) make SQLite roll back the whole
             // transaction; later statements would then autocommit one by
@@ -422,6 +453,7 @@ impl Writer {
 enum Op {
     Save(TaskRow),
     FailInterrupted(String),
+    Exec(ExecFn),
 }
 
 fn save_row(conn: &Connection, row: &TaskRow) -> Result<u64, StoreError> {
