@@ -3,6 +3,7 @@
 mod card;
 mod remote;
 mod serve;
+mod webhook;
 
 use std::process::ExitCode;
 
@@ -35,6 +36,9 @@ enum Command {
     Task(remote::TaskCommand),
     /// Chat with an agent, answering its questions on the same task.
     Chat(remote::ChatArgs),
+    /// Receive push notifications (a webhook that prints what arrives).
+    #[command(subcommand)]
+    Webhook(webhook::WebhookCommand),
 }
 
 fn main() -> ExitCode {
@@ -60,6 +64,7 @@ fn main() -> ExitCode {
             Command::Send(args) => remote::send(args).await,
             Command::Task(cmd) => remote::task(cmd).await,
             Command::Chat(args) => remote::chat(args).await,
+            Command::Webhook(cmd) => webhook::run(cmd).await,
         }
     });
     match result {

@@ -38,6 +38,8 @@ pub struct ServeArgs {
     /// Address of the gRPC listener (every agent behind it, told apart by tenant = agent id).
     #[arg(long, default_value = "127.0.0.1:50051")]
     grpc_listen: SocketAddr,
+    #[command(flatten)]
+    push: crate::webhook::PushArgs,
 }
 
 fn bindings(names: &[String]) -> anyhow::Result<Bindings> {
@@ -134,10 +136,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(addr) = grpc_addr {
         builder = builder.grpc_url(addr.to_string());
     }
+    if let Some(push) = args.push.options() {
+        builder = builder.push(push);
+    }
     let hub = with_demo_agents(builder)
         .default_agent(&args.default_agent)
-        .build()
-        .await;
+        .try_build()
+        .await?;
     if hub.agent(&args.default_agent).is_none() {
         bail!(
             "no agent named {:?}; the agents are: {}",

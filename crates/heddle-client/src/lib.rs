@@ -30,6 +30,7 @@ mod discovery;
 mod error;
 mod grpc;
 mod oauth;
+pub mod webhook;
 
 pub use client::{A2aClient, Binding, ClientOptions, EventStream, SendReply, WireLog};
 pub use credentials::{Credentials, Secret};

@@ -105,8 +105,19 @@ pub struct Hub {
     agents: Vec<HostedAgent>,
     default_agent: Option<String>,
     bindings: Bindings,
+    _push_worker: Option<Arc<PushWorker>>,
     #[cfg(feature = "grpc")]
     grpc: Option<tonic::service::Routes>,
+}
+
+/// The push delivery worker, stopped with the hub.
+#[derive(Debug)]
+struct PushWorker(tokio::task::JoinHandle<()>);
+
+impl Drop for PushWorker {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// An agent added to a [`HubBuilder`], made into a handler at build time so
@@ -126,6 +137,7 @@ pub struct HubBuilder {
     agents: Vec<PendingAgent>,
     default_agent: Option<String>,
     bindings: Bindings,
+    push: Option<heddle_server::PushOptions>,
 }
 
 impl Hub {
@@ -139,6 +151,7 @@ impl Hub {
             agents: Vec::new(),
             default_agent: None,
             bindings: Bindings::default(),
+            push: None,
         }
     }
 
@@ -254,6 +267,15 @@ impl HubBuilder {
         self
     }
 
+    /// Delivers push notifications with these options: every agent's card
+    /// declares `capabilities.pushNotifications`, and the delivery worker
+    /// starts with the hub (picking up deliveries a previous process left).
+    #[must_use]
+    pub fn push(mut self, opts: heddle_server::PushOptions) -> Self {
+        self.push = Some(opts);
+        self
+    }
+
     /// Adds an agent; at build time its card gets the hub's interface URLs.
     #[must_use]
     pub fn agent(
@@ -271,26 +293,50 @@ impl HubBuilder {
     }
 
     /// Finishes the hub. Fails tasks a previous process left running (once, for the shared store).
+    ///
+    /// # Panics
+    /// Never for the demo setup; see [`try_build`](Self::try_build) for the error.
     pub async fn build(self) -> Hub {
+        match self.try_build().await {
+            Ok(hub) => hub,
+            Err(e) => panic!("cannot build the hub: {e}"),
+        }
+    }
+
+    /// [`build`](Self::build), reporting a push notifier that cannot start.
+    pub async fn try_build(self) -> Result<Hub, heddle_server::push::PushError> {
+        let notifier = self
+            .push
+            .clone()
+            .map(|opts| heddle_server::PushNotifier::new(self.store.clone(), opts))
+            .transpose()?;
         let grpc_url = self.grpc_url.as_deref();
         let agents: Vec<HostedAgent> = self
             .agents
             .into_iter()
             .map(|a| {
-                let card = card_for_endpoints(
+                let mut card = card_for_endpoints(
                     &self.public_url,
                     grpc_url,
                     &a.id,
                     &a.profile,
                     self.bindings,
                 );
-                let handler = RequestHandler::new(
+                if notifier.is_some()
+                    && let Some(caps) = card.capabilities.as_mut()
+                {
+                    caps.push_notifications = Some(true);
+                }
+                let mut handler = RequestHandler::new(
                     a.id.clone(),
                     card,
                     a.executor,
                     self.store.clone(),
                     self.limits.clone(),
                 );
+                if let Some(n) = &notifier {
+                    handler = handler.with_push(n.clone());
+                }
                 HostedAgent { id: a.id, handler }
             })
             .collect();
@@ -304,12 +350,17 @@ impl HubBuilder {
                 Err(e) => tracing::error!(error = %e, "could not recover interrupted tasks"),
             }
         }
+        let push_worker = match &notifier {
+            Some(n) => Some(Arc::new(PushWorker(n.start().await?))),
+            None => None,
+        };
         #[allow(unused_mut)] // assigned only with the grpc feature
         let mut hub = Hub {
             public_url: self.public_url,
             agents,
             default_agent: self.default_agent,
             bindings: self.bindings,
+            _push_worker: push_worker,
             #[cfg(feature = "grpc")]
             grpc: None,
         };
@@ -317,7 +368,7 @@ impl HubBuilder {
         if hub.bindings.grpc {
             hub.grpc = Some(hub.grpc_router().routes().await);
         }
-        hub
+        Ok(hub)
     }
 }
 

@@ -40,6 +40,8 @@ pub mod grpc;
 pub mod handler;
 mod jsonrpc;
 pub mod lifecycle;
+pub mod push;
+mod rest_v03_push;
 mod live;
 mod rest;
 mod rest_v03;
@@ -48,6 +50,7 @@ pub mod server;
 pub use agent::{AgentError, AgentExecutor, Caller, RequestContext};
 pub use events::{EventError, TaskEvents};
 pub use handler::{CallContext, EventStream, Limits, Reply, RequestHandler};
+pub use push::{PushNotifier, PushOptions, PushPolicy};
 pub use server::{AgentRoutes, card_router};
 
 /// A fresh, time-ordered id (UUID v7), formatted without `fmt` machinery.
