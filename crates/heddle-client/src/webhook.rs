@@ -142,15 +142,23 @@ mod tests {
     fn parses_both_versions_bodies() {
         let mut h = HeaderMap::new();
         h.insert(DELIVERY_ID_HEADER, HeaderValue::from_static("d-1"));
-        let v1_body = br#"{"task":{"id":"t1","contextId":"c1","status":{"state":"TASK_STATE_SUBMITTED"}}}"#;
+        let v1_body =
+            br#"{"task":{"id":"t1","contextId":"c1","status":{"state":"TASK_STATE_SUBMITTED"}}}"#;
         let d = Delivery::parse(&h, v1_body).unwrap();
         assert_eq!(d.id.as_deref(), Some("d-1"));
-        assert_eq!((d.task_id(), d.state()), ("t1", Some(v1::TaskState::Submitted)));
+        assert_eq!(
+            (d.task_id(), d.state()),
+            ("t1", Some(v1::TaskState::Submitted))
+        );
 
-        let v03_body = br#"{"kind":"task","id":"t2","contextId":"c1","status":{"state":"completed"}}"#;
+        let v03_body =
+            br#"{"kind":"task","id":"t2","contextId":"c1","status":{"state":"completed"}}"#;
         let d = Delivery::parse(&h, v03_body).unwrap();
         assert!(matches!(d.event, PushEvent::V03(_)));
-        assert_eq!((d.task_id(), d.state()), ("t2", Some(v1::TaskState::Completed)));
+        assert_eq!(
+            (d.task_id(), d.state()),
+            ("t2", Some(v1::TaskState::Completed))
+        );
 
         assert!(Delivery::parse(&h, b"{}").is_err());
         assert!(Delivery::parse(&h, b"not json").is_err());

@@ -641,10 +641,12 @@ impl v03_server::A2aService for V03Service {
             })
         });
         match self.run(&inc, call).await? {
-            Reply::PushConfigs(l) => Ok(Response::new(pb::ListTaskPushNotificationConfigResponse {
-                configs: l.configs.iter().map(conv::push_config_from_v1).collect(),
-                next_page_token: l.next_page_token,
-            })),
+            Reply::PushConfigs(l) => {
+                Ok(Response::new(pb::ListTaskPushNotificationConfigResponse {
+                    configs: l.configs.iter().map(conv::push_config_from_v1).collect(),
+                    next_page_token: l.next_page_token,
+                }))
+            }
             other => Err(unexpected(&other)),
         }
     }

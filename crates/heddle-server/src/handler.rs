@@ -107,7 +107,10 @@ impl std::fmt::Debug for Reply {
             Reply::Card(c) => f.debug_tuple("Card").field(c).finish(),
             Reply::Stream(_) => f.write_str("Stream"),
             Reply::PushConfig(c) => f.debug_tuple("PushConfig").field(&c.id).finish(),
-            Reply::PushConfigs(c) => f.debug_tuple("PushConfigs").field(&c.configs.len()).finish(),
+            Reply::PushConfigs(c) => f
+                .debug_tuple("PushConfigs")
+                .field(&c.configs.len())
+                .finish(),
             Reply::Empty => f.write_str("Empty"),
         }
     }

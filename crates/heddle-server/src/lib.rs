@@ -40,11 +40,11 @@ pub mod grpc;
 pub mod handler;
 mod jsonrpc;
 pub mod lifecycle;
-pub mod push;
-mod rest_v03_push;
 mod live;
+pub mod push;
 mod rest;
 mod rest_v03;
+mod rest_v03_push;
 pub mod server;
 
 pub use agent::{AgentError, AgentExecutor, Caller, RequestContext};

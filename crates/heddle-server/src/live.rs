@@ -126,7 +126,11 @@ impl LiveTask {
     /// configs, records a delivery of the event for each (`task` is the task
     /// after the event). Called under the task's lock, so deliveries are
     /// recorded in event order.
-    pub async fn emit(&self, task: &v1::Task, update: impl FnOnce() -> v1::stream_response::Payload) {
+    pub async fn emit(
+        &self,
+        task: &v1::Task,
+        update: impl FnOnce() -> v1::stream_response::Payload,
+    ) {
         let Some(push) = self
             .push
             .as_ref()

@@ -54,9 +54,16 @@ mod tests {
             assert_eq!(c.url, "https://h.example/x", "{b}");
             assert_eq!(c.token, "t");
             let auth = c.authentication.unwrap();
-            assert_eq!((auth.scheme.as_str(), auth.credentials.as_str()), ("Bearer", "c"));
+            assert_eq!(
+                (auth.scheme.as_str(), auth.credentials.as_str()),
+                ("Bearer", "c")
+            );
         }
-        let c = create_call(&Bytes::from(format!(r#"{{"configId":"cfg","config":{inner}}}"#)), "t1").unwrap();
+        let c = create_call(
+            &Bytes::from(format!(r#"{{"configId":"cfg","config":{inner}}}"#)),
+            "t1",
+        )
+        .unwrap();
         assert_eq!(c.id, "cfg");
         let err = create_call(&Bytes::from_static(b"{}"), "t1").unwrap_err();
         assert!(err.to_string().contains("pushNotificationConfig"), "{err}");

@@ -108,16 +108,18 @@ impl RequestHandler {
             store.get_push_config(&scope, &r.task_id, &r.id).await
         }
         .map_err(store_err)?;
-        found.map(|rec| Reply::PushConfig(rec.config)).ok_or_else(|| {
-            A2aError::new(
-                ErrorCode::TaskNotFound,
-                format!(
-                    "task {} has no push notification config {:?}",
-                    r.task_id, r.id
-                ),
-            )
-            .with_meta("taskId", r.task_id.clone())
-        })
+        found
+            .map(|rec| Reply::PushConfig(rec.config))
+            .ok_or_else(|| {
+                A2aError::new(
+                    ErrorCode::TaskNotFound,
+                    format!(
+                        "task {} has no push notification config {:?}",
+                        r.task_id, r.id
+                    ),
+                )
+                .with_meta("taskId", r.task_id.clone())
+            })
     }
 
     pub(super) async fn list_push_configs(
@@ -141,23 +143,25 @@ impl RequestHandler {
         let start = if r.page_token.is_empty() {
             0
         } else {
-            r.page_token
-                .parse::<usize>()
-                .map_err(|_| A2aError::invalid_field("pageToken", "not a token this server issued"))?
+            r.page_token.parse::<usize>().map_err(|_| {
+                A2aError::invalid_field("pageToken", "not a token this server issued")
+            })?
         };
         let end = start.saturating_add(size).min(all.len());
         let configs = all
             .get(start.min(end)..end)
             .map(|s| s.iter().map(|rec| rec.config.clone()).collect())
             .unwrap_or_default();
-        Ok(Reply::PushConfigs(v1::ListTaskPushNotificationConfigsResponse {
-            configs,
-            next_page_token: if end < all.len() {
-                end.to_string()
-            } else {
-                String::new()
+        Ok(Reply::PushConfigs(
+            v1::ListTaskPushNotificationConfigsResponse {
+                configs,
+                next_page_token: if end < all.len() {
+                    end.to_string()
+                } else {
+                    String::new()
+                },
             },
-        }))
+        ))
     }
 
     /// Idempotent: deleting a config that is not there succeeds.

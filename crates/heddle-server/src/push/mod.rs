@@ -192,7 +192,10 @@ impl PushNotifier {
         let mut items = Vec::with_capacity(configs.len());
         for target in configs {
             let (content_type, body) = if target.version == ProtocolVersion::V0_3.as_str() {
-                ("application/json", serde_json::to_vec(&v03::Task::from_v1(task)))
+                (
+                    "application/json",
+                    serde_json::to_vec(&v03::Task::from_v1(task)),
+                )
             } else {
                 ("application/a2a+json", serde_json::to_vec(event))
             };
@@ -303,7 +306,10 @@ impl PushNotifier {
         let opts = &self.inner.opts;
         let exp = opts
             .initial_backoff
-            .saturating_mul(1u32.checked_shl(attempts.saturating_sub(1)).unwrap_or(u32::MAX))
+            .saturating_mul(
+                1u32.checked_shl(attempts.saturating_sub(1))
+                    .unwrap_or(u32::MAX),
+            )
             .min(opts.max_backoff);
         let ms = i64::try_from(exp.as_millis()).unwrap_or(i64::MAX).max(1);
         let random = (uuid::Uuid::new_v4().as_u128() % 1_000_000) as i64;
@@ -347,8 +353,7 @@ impl PushNotifier {
                 "the receiver answered {status}; redirects are not followed"
             )));
         }
-        let transient = status.is_server_error()
-            || matches!(status.as_u16(), 408 | 425 | 429);
+        let transient = status.is_server_error() || matches!(status.as_u16(), 408 | 425 | 429);
         let msg = format!("the receiver answered {status}");
         Err(if transient {
             AttemptError::Transient(msg)
@@ -378,7 +383,10 @@ fn classify(e: reqwest::Error) -> AttemptError {
 }
 
 /// The config as stored for this call, with its version.
-pub(crate) fn record(config: v1::TaskPushNotificationConfig, version: ProtocolVersion) -> PushConfigRecord {
+pub(crate) fn record(
+    config: v1::TaskPushNotificationConfig,
+    version: ProtocolVersion,
+) -> PushConfigRecord {
     PushConfigRecord {
         config,
         version: version.as_str().to_owned(),

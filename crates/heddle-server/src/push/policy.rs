@@ -72,7 +72,9 @@ impl Cidr {
     pub fn contains(&self, ip: IpAddr) -> bool {
         match (self.addr, ip) {
             (IpAddr::V4(net), IpAddr::V4(ip)) => {
-                let mask = u32::MAX.checked_shl(32 - u32::from(self.prefix)).unwrap_or(0);
+                let mask = u32::MAX
+                    .checked_shl(32 - u32::from(self.prefix))
+                    .unwrap_or(0);
                 u32::from(net) & mask == u32::from(ip) & mask
             }
             (IpAddr::V6(net), IpAddr::V6(ip)) => {
@@ -92,7 +94,10 @@ const REFUSED: &[(Cidr, &str)] = &[
     (Cidr::v4(10, 0, 0, 0, 8), "private"),
     (Cidr::v4(100, 64, 0, 0, 10), "carrier-grade NAT"),
     (Cidr::v4(127, 0, 0, 0, 8), "loopback"),
-    (Cidr::v4(169, 254, 0, 0, 16), "link-local (and cloud metadata)"),
+    (
+        Cidr::v4(169, 254, 0, 0, 16),
+        "link-local (and cloud metadata)",
+    ),
     (Cidr::v4(172, 16, 0, 0, 12), "private"),
     (Cidr::v4(192, 0, 0, 0, 24), "IETF protocol assignments"),
     (Cidr::v4(192, 168, 0, 0, 16), "private"),
@@ -105,7 +110,10 @@ const REFUSED: &[(Cidr, &str)] = &[
     (Cidr::v6([0x64, 0xff9b, 0, 0, 0, 0, 0, 0], 96), "NAT64"),
     (Cidr::v6([0xfc00, 0, 0, 0, 0, 0, 0, 0], 7), "unique-local"),
     (Cidr::v6([0xfe80, 0, 0, 0, 0, 0, 0, 0], 10), "link-local"),
-    (Cidr::v6([0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254], 128), "cloud metadata"),
+    (
+        Cidr::v6([0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254], 128),
+        "cloud metadata",
+    ),
     (Cidr::v6([0xff00, 0, 0, 0, 0, 0, 0, 0], 8), "multicast"),
 ];
 
@@ -129,12 +137,13 @@ impl PushPolicy {
         if self.allow.iter().any(|c| c.contains(ip)) {
             return Ok(());
         }
-        // An IPv4-mapped v6 address is judged as the v4 address too.
+        // An IPv4-mapped v6 address is judged as its v4 address first (so the
+        // reason names the real range), then as a mapped address.
         let mapped = match ip {
             IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4),
             IpAddr::V4(_) => None,
         };
-        for candidate in std::iter::once(ip).chain(mapped) {
+        for candidate in mapped.into_iter().chain(std::iter::once(ip)) {
             if let Some((net, why)) = REFUSED.iter().find(|(net, _)| net.contains(candidate)) {
                 return Err(Refused(format!(
                     "push target address {ip} is refused: {why} range {net} (allow it with --push-allow)"
@@ -195,13 +204,12 @@ impl reqwest::dns::Resolve for PolicyResolver {
         let policy = self.policy.clone();
         Box::pin(async move {
             let host = name.as_str().to_owned();
-            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
-                .await?
-                .collect();
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             for a in &addrs {
-                policy
-                    .check_ip(a.ip())
-                    .map_err(|r| Box::new(Refused(format!("{host} resolves to {}: {r}", a.ip()))))?;
+                policy.check_ip(a.ip()).map_err(|r| {
+                    Box::new(Refused(format!("{host} resolves to {}: {r}", a.ip())))
+                })?;
             }
             let iter: reqwest::dns::Addrs = Box::new(addrs.into_iter());
             Ok(iter)
@@ -247,7 +255,10 @@ mod tests {
     #[test]
     fn allow_list_opens_exactly_its_networks() {
         let p = PushPolicy {
-            allow: vec!["127.0.0.1/32".parse().unwrap(), "10.1.0.0/16".parse().unwrap()],
+            allow: vec![
+                "127.0.0.1/32".parse().unwrap(),
+                "10.1.0.0/16".parse().unwrap(),
+            ],
             allow_http: false,
         };
         assert!(!refused(&p, "127.0.0.1"));
@@ -261,8 +272,16 @@ mod tests {
         for bad in ["", "10.0.0.0/33", "::/129", "example.com", "10.0.0.0/x"] {
             assert!(bad.parse::<Cidr>().is_err(), "{bad}");
         }
-        assert_eq!("10.0.0.1".parse::<Cidr>().unwrap().to_string(), "10.0.0.1/32");
-        assert!("0.0.0.0/0".parse::<Cidr>().unwrap().contains("8.8.8.8".parse().unwrap()));
+        assert_eq!(
+            "10.0.0.1".parse::<Cidr>().unwrap().to_string(),
+            "10.0.0.1/32"
+        );
+        assert!(
+            "0.0.0.0/0"
+                .parse::<Cidr>()
+                .unwrap()
+                .contains("8.8.8.8".parse().unwrap())
+        );
     }
 
     #[test]
