@@ -105,19 +105,8 @@ pub struct Hub {
     agents: Vec<HostedAgent>,
     default_agent: Option<String>,
     bindings: Bindings,
-    _push_worker: Option<Arc<PushWorker>>,
     #[cfg(feature = "grpc")]
     grpc: Option<tonic::service::Routes>,
-}
-
-/// The push delivery worker, stopped with the hub.
-#[derive(Debug)]
-struct PushWorker(tokio::task::JoinHandle<()>);
-
-impl Drop for PushWorker {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 /// An agent added to a [`HubBuilder`], made into a handler at build time so
@@ -350,17 +339,17 @@ impl HubBuilder {
                 Err(e) => tracing::error!(error = %e, "could not recover interrupted tasks"),
             }
         }
-        let push_worker = match &notifier {
-            Some(n) => Some(Arc::new(PushWorker(n.start().await?))),
-            None => None,
-        };
+        // The worker runs as long as the runtime does (the router, not the
+        // hub, is what a server keeps).
+        if let Some(n) = &notifier {
+            drop(n.start().await?);
+        }
         #[allow(unused_mut)] // assigned only with the grpc feature
         let mut hub = Hub {
             public_url: self.public_url,
             agents,
             default_agent: self.default_agent,
             bindings: self.bindings,
-            _push_worker: push_worker,
             #[cfg(feature = "grpc")]
             grpc: None,
         };

@@ -37,6 +37,9 @@ pub const DELIVERY_ID_HEADER: &str = "X-A2A-Delivery-Id";
 /// The header that carries the config's token.
 pub const TOKEN_HEADER: &str = "X-A2A-Notification-Token";
 
+/// The longest the worker sleeps without looking at the outbox.
+const IDLE_POLL: Duration = Duration::from_secs(1);
+
 /// How push notifications are delivered.
 #[derive(Clone, Debug)]
 pub struct PushOptions {
@@ -52,6 +55,9 @@ pub struct PushOptions {
     pub connect_timeout: Duration,
     /// Time allowed for the whole request and response.
     pub request_timeout: Duration,
+    /// Fixed name → address answers, consulted before DNS (like a hosts
+    /// file; the policy still judges the address).
+    pub hosts: Vec<(String, std::net::IpAddr)>,
 }
 
 impl Default for PushOptions {
@@ -63,6 +69,7 @@ impl Default for PushOptions {
             max_backoff: Duration::from_secs(300),
             connect_timeout: Duration::from_secs(5),
             request_timeout: Duration::from_secs(15),
+            hosts: Vec::new(),
         }
     }
 }
@@ -125,6 +132,7 @@ impl PushNotifier {
     pub fn new(store: Arc<dyn TaskStore>, opts: PushOptions) -> Result<Self, PushError> {
         let resolver = policy::PolicyResolver {
             policy: Arc::new(opts.policy.clone()),
+            hosts: Arc::new(opts.hosts.clone()),
         };
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
@@ -234,9 +242,13 @@ impl PushNotifier {
             notified.as_mut().enable();
             match self.run_once().await {
                 Ok((0, next)) => {
-                    let wait = next.map_or(Duration::from_secs(60), |at| {
-                        Duration::from_millis(u64::try_from(at - now_ms()).unwrap_or(0))
-                    });
+                    // Also poll: deliveries recorded by another process
+                    // sharing the store wake nobody.
+                    let wait = next
+                        .map_or(IDLE_POLL, |at| {
+                            Duration::from_millis(u64::try_from(at - now_ms()).unwrap_or(0))
+                        })
+                        .min(IDLE_POLL);
                     tokio::select! {
                         () = &mut notified => {}
                         () = tokio::time::sleep(wait) => {}

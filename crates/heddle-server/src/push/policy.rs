@@ -197,19 +197,31 @@ impl PushPolicy {
 #[derive(Clone, Debug)]
 pub(crate) struct PolicyResolver {
     pub policy: Arc<PushPolicy>,
+    /// Fixed answers consulted before the system resolver.
+    pub hosts: Arc<Vec<(String, IpAddr)>>,
 }
 
 impl reqwest::dns::Resolve for PolicyResolver {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
         let policy = self.policy.clone();
+        let hosts = self.hosts.clone();
         Box::pin(async move {
             let host = name.as_str().to_owned();
-            let addrs: Vec<SocketAddr> =
-                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let fixed: Vec<SocketAddr> = hosts
+                .iter()
+                .filter(|(n, _)| n.eq_ignore_ascii_case(&host))
+                .map(|(_, ip)| SocketAddr::new(*ip, 0))
+                .collect();
+            let addrs: Vec<SocketAddr> = if fixed.is_empty() {
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect()
+            } else {
+                fixed
+            };
             for a in &addrs {
-                policy.check_ip(a.ip()).map_err(|r| {
-                    Box::new(Refused(format!("{host} resolves to {}: {r}", a.ip())))
-                })?;
+                // Unboxed, so the delivery worker can find it in the error chain.
+                policy
+                    .check_ip(a.ip())
+                    .map_err(|r| Refused(format!("{host} resolves to {}: {r}", a.ip())))?;
             }
             let iter: reqwest::dns::Addrs = Box::new(addrs.into_iter());
             Ok(iter)
