@@ -136,7 +136,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(addr) = grpc_addr {
         builder = builder.grpc_url(addr.to_string());
     }
-    if let Some(push) = args.push.options() {
+    if let Some(push) = args.push.options(&public_url)? {
         builder = builder.push(push);
     }
     let hub = with_demo_agents(builder)

@@ -12,8 +12,11 @@ use axum::{
     routing::post,
 };
 use clap::{Args, Subcommand};
-use heddle_client::webhook::{Delivery, PushEvent, verify_token};
-use heddle_server::{PushOptions, PushPolicy, push::Cidr};
+use heddle_client::webhook::{Delivery, PushEvent, verify_jwt, verify_token};
+use heddle_server::{
+    PushOptions, PushPolicy,
+    push::{Cidr, PushSigner},
+};
 use tokio::sync::Mutex;
 
 /// Push notification options of `heddle serve`.
@@ -40,12 +43,28 @@ pub struct PushArgs {
     /// Longest wait between attempts, in milliseconds.
     #[arg(long, default_value_t = 300_000)]
     push_max_backoff_ms: u64,
+    /// Sign each delivery with an ES256 JWT (header X-A2A-Notification-JWT)
+    /// under a key made at start; the public key is at /.well-known/jwks.json.
+    #[arg(long)]
+    push_sign: bool,
+    /// Sign deliveries with this key instead (PKCS#8 EC P-256, PEM or DER);
+    /// implies --push-sign.
+    #[arg(long, value_name = "PATH")]
+    push_signing_key: Option<std::path::PathBuf>,
 }
 
 impl PushArgs {
-    /// The delivery options, or `None` when push is off.
-    pub fn options(&self) -> Option<PushOptions> {
-        (!self.no_push).then(|| PushOptions {
+    /// The delivery options, or `None` when push is off; JWTs name `issuer`.
+    pub fn options(&self, issuer: &str) -> anyhow::Result<Option<PushOptions>> {
+        if self.no_push {
+            return Ok(None);
+        }
+        let signer = match (&self.push_signing_key, self.push_sign) {
+            (Some(path), _) => Some(PushSigner::load(path, issuer)?),
+            (None, true) => Some(PushSigner::generate(issuer)?),
+            (None, false) => None,
+        };
+        Ok(Some(PushOptions {
             policy: PushPolicy {
                 allow: self.push_allow.clone(),
                 allow_http: self.push_allow_http,
@@ -53,8 +72,9 @@ impl PushArgs {
             max_attempts: self.push_max_attempts.max(1),
             initial_backoff: Duration::from_millis(self.push_initial_backoff_ms.max(1)),
             max_backoff: Duration::from_millis(self.push_max_backoff_ms.max(1)),
+            signer: signer.map(Arc::new),
             ..PushOptions::default()
-        })
+        }))
     }
 }
 
@@ -77,6 +97,10 @@ pub struct ListenArgs {
     /// Only accept deliveries carrying this token (X-A2A-Notification-Token).
     #[arg(long, env = "HEDDLE_WEBHOOK_TOKEN")]
     token: Option<String>,
+    /// Only accept deliveries whose JWT verifies against the JWKS at this URL
+    /// (e.g. http://127.0.0.1:8080/.well-known/jwks.json of a `heddle serve --push-sign`).
+    #[arg(long, value_name = "URL")]
+    jwks: Option<String>,
 }
 
 #[derive(Default)]
@@ -86,6 +110,7 @@ struct Seen {
 
 struct Listener {
     token: Option<String>,
+    jwks: Option<jsonwebtoken::jwk::JwkSet>,
     seen: Mutex<Seen>,
 }
 
@@ -99,6 +124,12 @@ async fn receive(
     {
         eprintln!("refused a delivery: wrong or missing token");
         return (StatusCode::UNAUTHORIZED, "bad token");
+    }
+    if let Some(jwks) = &l.jwks
+        && let Err(e) = verify_jwt(&headers, &body, jwks, None)
+    {
+        eprintln!("refused a delivery: {e}");
+        return (StatusCode::UNAUTHORIZED, "bad signature");
     }
     let delivery = match Delivery::parse(&headers, &body) {
         Ok(d) => d,
@@ -136,8 +167,21 @@ pub async fn run(cmd: WebhookCommand) -> anyhow::Result<std::process::ExitCode> 
         .with_context(|| format!("binding {addr}"))?;
     let local = listener.local_addr()?;
     eprintln!("listening for push notifications at http://{local}/ (Ctrl-C to stop)");
+    let jwks = match &args.jwks {
+        Some(url) => Some(
+            heddle_client::reqwest::get(url)
+                .await
+                .and_then(heddle_client::reqwest::Response::error_for_status)
+                .with_context(|| format!("fetching the JWKS at {url}"))?
+                .json::<jsonwebtoken::jwk::JwkSet>()
+                .await
+                .with_context(|| format!("reading the JWKS at {url}"))?,
+        ),
+        None => None,
+    };
     let state = Arc::new(Listener {
         token: args.token,
+        jwks,
         seen: Mutex::default(),
     });
     let app = Router::new()

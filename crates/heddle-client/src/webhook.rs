@@ -18,9 +18,16 @@ pub const DELIVERY_ID_HEADER: &str = "X-A2A-Delivery-Id";
 /// The header that carries the config's token (v0.3 §9.5).
 pub const TOKEN_HEADER: &str = "X-A2A-Notification-Token";
 
+/// The header that carries the delivery's JWT, when the server signs them.
+pub const JWT_HEADER: &str = "X-A2A-Notification-JWT";
+
 /// Why a delivery was not accepted.
 #[derive(Debug, thiserror::Error)]
 pub enum WebhookError {
+    /// The JWT is missing, invalid, expired, signed by an unknown key, or
+    /// does not match this delivery's body.
+    #[error("the delivery JWT does not verify: {0}")]
+    BadJwt(String),
     /// The token header is missing or differs from the config's token.
     #[error("the notification token is missing or wrong")]
     BadToken,
@@ -62,6 +69,59 @@ pub fn verify_token(headers: &HeaderMap, expected: &str) -> Result<(), WebhookEr
         Some(got) if same(got.as_bytes(), expected.as_bytes()) => Ok(()),
         _ => Err(WebhookError::BadToken),
     }
+}
+
+/// What a verified delivery JWT says.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JwtClaims {
+    /// The server that sent it.
+    pub iss: String,
+    /// The delivery id.
+    pub jti: String,
+    /// The task.
+    pub task_id: String,
+    /// base64url SHA-256 of the body.
+    pub body_sha256: String,
+}
+
+/// Verifies the delivery's JWT ([`JWT_HEADER`]) against the sender's JWKS
+/// (e.g. fetched from its `/.well-known/jwks.json`): signature by the key the
+/// `kid` names, expiry, the issuer when given, the body's hash, and that the
+/// `jti` is the delivery id header.
+pub fn verify_jwt(
+    headers: &HeaderMap,
+    body: &[u8],
+    jwks: &jsonwebtoken::jwk::JwkSet,
+    issuer: Option<&str>,
+) -> Result<JwtClaims, WebhookError> {
+    use base64::Engine as _;
+    let bad = |e: &dyn std::fmt::Display| WebhookError::BadJwt(e.to_string());
+    let jwt = header(headers, JWT_HEADER).ok_or_else(|| bad(&"no JWT header"))?;
+    let kid = jsonwebtoken::decode_header(jwt)
+        .map_err(|e| bad(&e))?
+        .kid
+        .ok_or_else(|| bad(&"the JWT names no key (kid)"))?;
+    let jwk = jwks
+        .find(&kid)
+        .ok_or_else(|| bad(&format!("key {kid:?} is not in the JWKS")))?;
+    let key = jsonwebtoken::DecodingKey::from_jwk(jwk).map_err(|e| bad(&e))?;
+    let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::ES256);
+    if let Some(iss) = issuer {
+        validation.set_issuer(&[iss]);
+    }
+    let claims = jsonwebtoken::decode::<JwtClaims>(jwt, &key, &validation)
+        .map_err(|e| bad(&e))?
+        .claims;
+    let digest = ring::digest::digest(&ring::digest::SHA256, body);
+    let hash = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest.as_ref());
+    if !same(hash.as_bytes(), claims.body_sha256.as_bytes()) {
+        return Err(bad(&"the body does not match the JWT's bodySha256"));
+    }
+    if header(headers, DELIVERY_ID_HEADER).is_some_and(|id| id != claims.jti) {
+        return Err(bad(&"the JWT's jti is not this delivery's id"));
+    }
+    Ok(claims)
 }
 
 impl Delivery {

@@ -105,6 +105,7 @@ pub struct Hub {
     agents: Vec<HostedAgent>,
     default_agent: Option<String>,
     bindings: Bindings,
+    push_signer: Option<Arc<heddle_server::push::PushSigner>>,
     #[cfg(feature = "grpc")]
     grpc: Option<tonic::service::Routes>,
 }
@@ -204,6 +205,14 @@ impl Hub {
             "/api/v1/agents",
             get(move || async move { Json((*listing).clone()) }),
         );
+        if let Some(signer) = &self.push_signer {
+            // The keys push receivers verify delivery JWTs with.
+            let jwks = Arc::new(signer.jwks());
+            router = router.route(
+                "/.well-known/jwks.json",
+                get(move || async move { Json((*jwks).clone()) }),
+            );
+        }
         for a in &self.agents {
             let mut routes =
                 AgentRoutes::new(a.handler.clone()).under(format!("/api/v1/agents/{}", a.id));
@@ -350,6 +359,7 @@ impl HubBuilder {
             agents,
             default_agent: self.default_agent,
             bindings: self.bindings,
+            push_signer: self.push.as_ref().and_then(|p| p.signer.clone()),
             #[cfg(feature = "grpc")]
             grpc: None,
         };

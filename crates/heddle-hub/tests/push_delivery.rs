@@ -62,6 +62,7 @@ fn local_policy() -> PushOptions {
         connect_timeout: Duration::from_secs(1),
         request_timeout: Duration::from_secs(2),
         hosts: Vec::new(),
+        signer: None,
     }
 }
 
@@ -440,4 +441,47 @@ async fn redirects_to_loopback_are_not_followed() {
         inbox.all().is_empty(),
         "the redirect target must see nothing"
     );
+}
+
+#[tokio::test]
+async fn signed_deliveries_verify_against_the_served_jwks() {
+    use heddle_client::webhook::verify_jwt;
+    let inbox = Inbox::default();
+    let addr = receiver("127.0.0.1:0".parse().expect("addr"), inbox.clone()).await;
+    let signer = heddle_server::push::PushSigner::generate("http://test.local").expect("key");
+    let app = hub(
+        Arc::new(MemoryStore::default()),
+        PushOptions {
+            signer: Some(Arc::new(signer)),
+            ..local_policy()
+        },
+    )
+    .await;
+    let req = Request::builder()
+        .uri("/.well-known/jwks.json")
+        .body(Body::empty())
+        .expect("request");
+    let resp = app.clone().oneshot(req).await.expect("jwks");
+    assert_eq!(resp.status(), StatusCode::OK);
+    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+    let jwks: jsonwebtoken::jwk::JwkSet = serde_json::from_slice(&bytes).expect("a JWK set");
+
+    writer_flow(&app, &format!("http://{addr}/hook")).await;
+    wait_for(&inbox, Duration::from_secs(10), |all| {
+        all.len() >= WRITER_EVENTS.len()
+    })
+    .await;
+    for (h, b) in inbox.all() {
+        let claims = verify_jwt(&h, &b, &jwks, Some("http://test.local")).expect("verifies");
+        assert_eq!(
+            Some(claims.jti.as_str()),
+            h.get("x-a2a-delivery-id").and_then(|v| v.to_str().ok())
+        );
+        // Another body, another issuer, or no JWT: refused.
+        assert!(verify_jwt(&h, b"{\"tampered\":true}", &jwks, None).is_err());
+        assert!(verify_jwt(&h, &b, &jwks, Some("https://elsewhere.example")).is_err());
+        let mut stripped = h.clone();
+        stripped.remove("x-a2a-notification-jwt");
+        assert!(verify_jwt(&stripped, &b, &jwks, None).is_err());
+    }
 }

@@ -16,9 +16,12 @@
 //! * Headers: `Authorization: {scheme} {credentials}` from the config's
 //!   authentication; `X-A2A-Notification-Token` with the config's token;
 //!   [`DELIVERY_ID_HEADER`] with an id unique to the delivery (the same on
-//!   every retry, so receivers can drop duplicates); `A2A-Version`.
+//!   every retry, so receivers can drop duplicates); `A2A-Version`; and,
+//!   with a [`PushSigner`], an ES256 JWT in [`JWT_HEADER`] whose keys are
+//!   served as a JWKS.
 
 mod policy;
+mod signer;
 
 use std::{
     collections::HashSet,
@@ -31,6 +34,7 @@ use heddle_store::{Delivery, DeliveryOutcome, NewDelivery, PushConfigRecord, Sco
 use tokio::sync::Notify;
 
 pub use policy::{BadCidr, Cidr, PushPolicy, Refused};
+pub use signer::{JWT_HEADER, PushSigner, SignerError};
 
 /// The header that carries each delivery's id.
 pub const DELIVERY_ID_HEADER: &str = "X-A2A-Delivery-Id";
@@ -58,6 +62,8 @@ pub struct PushOptions {
     /// Fixed name → address answers, consulted before DNS (like a hosts
     /// file; the policy still judges the address).
     pub hosts: Vec<(String, std::net::IpAddr)>,
+    /// Signs each delivery with a JWT ([`JWT_HEADER`]) when set.
+    pub signer: Option<Arc<PushSigner>>,
 }
 
 impl Default for PushOptions {
@@ -70,6 +76,7 @@ impl Default for PushOptions {
             connect_timeout: Duration::from_secs(5),
             request_timeout: Duration::from_secs(15),
             hosts: Vec::new(),
+            signer: None,
         }
     }
 }
@@ -344,6 +351,15 @@ impl PushNotifier {
             .body(d.item.body.clone());
         if !config.token.is_empty() {
             req = req.header(TOKEN_HEADER, &config.token);
+        }
+        if let Some(jwt) = self
+            .inner
+            .opts
+            .signer
+            .as_ref()
+            .and_then(|s| s.sign(&d.item.id, &d.item.task_id, &d.item.body))
+        {
+            req = req.header(JWT_HEADER, jwt);
         }
         if let Some(auth) = &config.authentication
             && !auth.scheme.is_empty()
