@@ -397,7 +397,14 @@ impl RequestHandler {
             message.task_id.clone_from(legacy);
         }
 
-        let (attached, prior) = if message.task_id.is_empty() {
+        // A push config is checked before anything changes, and stored before
+        // the agent runs, so its first event is delivered too.
+        let push = config.task_push_notification_config.clone();
+        if let Some(p) = &push {
+            self.check_send_push_config(p)?;
+        }
+        let new_task = message.task_id.is_empty();
+        let (attached, prior) = if new_task {
             self.start_task(&scope, &mut message, stream)
         } else {
             let attached = self
@@ -405,7 +412,17 @@ impl RequestHandler {
                 .live
                 .attach(&scope, &message.task_id, &self.inner.store, stream)
                 .await?;
-            let prior = self.continue_task(&attached.live, &mut message).await;
+            let registered = match push.clone() {
+                Some(p) => {
+                    self.register_send_push_config(&cx, &attached.live.id, p)
+                        .await
+                }
+                None => Ok(()),
+            };
+            let prior = match registered {
+                Ok(()) => self.continue_task(&attached.live, &mut message).await,
+                Err(e) => Err(e),
+            };
             if let Err(e) = prior {
                 drop(attached.rx);
                 self.inner.live.release(&attached.live.id);
@@ -415,8 +432,9 @@ impl RequestHandler {
         };
         // Only streams subscribe to the fan-out; with no receiver, no event is built.
         let Attached { live, rx } = attached;
-        if let Some(push) = config.task_push_notification_config.clone()
-            && let Err(e) = self.register_send_push_config(&cx, &live.id, push).await
+        if new_task
+            && let Some(p) = push
+            && let Err(e) = self.register_send_push_config(&cx, &live.id, p).await
         {
             drop(rx);
             self.inner.live.release(&live.id);

@@ -430,3 +430,65 @@ async fn cards_declare_push_only_when_it_is_delivered() {
         );
     }
 }
+
+/// SendMessage with a push config, as JSON-RPC v1.0 params.
+fn send_with_push(message: Value, url: &str) -> Value {
+    json!({"message": message, "configuration": {"taskPushNotificationConfig": {"url": url}}})
+}
+
+#[tokio::test]
+async fn a_refused_push_config_in_send_changes_nothing() {
+    let w = Wire::JsonRpcV1;
+    // Without push, a config in SendMessage is PushNotificationNotSupported.
+    let plain = app().await;
+    assert_eq!(
+        w.rpc(
+            &plain,
+            "echo",
+            "SendMessage",
+            "",
+            send_with_push(w.message("n1", "hi", None), "https://hooks.example.com/a"),
+        )
+        .await
+        .expect_err("no push"),
+        Failure("PUSH_NOTIFICATION_NOT_SUPPORTED".into())
+    );
+    // With push, a refused URL on a follow-up leaves the task waiting for input.
+    let app = app_with(Some(push_options())).await;
+    let t = w
+        .send(&app, "writer", w.message("n2", "Summarize", None), false)
+        .await
+        .expect("first");
+    assert_eq!(
+        w.rpc(
+            &app,
+            "writer",
+            "SendMessage",
+            "",
+            send_with_push(
+                w.message("n3", "the board", Some(&t.id)),
+                "https://10.0.0.1/x"
+            ),
+        )
+        .await
+        .expect_err("refused url"),
+        Failure("INVALID_PARAMS".into())
+    );
+    let still = w.get(&app, "writer", &t.id, None).await.expect("get");
+    assert_eq!(state(&still), v1::TaskState::InputRequired);
+    assert_eq!(
+        still.history.len(),
+        t.history.len(),
+        "the refused message was not added"
+    );
+    let done = w
+        .send(
+            &app,
+            "writer",
+            w.message("n4", "the board", Some(&t.id)),
+            false,
+        )
+        .await
+        .expect("answer");
+    assert_eq!(state(&done), v1::TaskState::Completed);
+}

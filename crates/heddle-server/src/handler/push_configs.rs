@@ -55,6 +55,20 @@ impl RequestHandler {
         Ok(config)
     }
 
+    /// Checks SendMessage's config (capability, URL) before the send changes anything.
+    pub(super) fn check_send_push_config(
+        &self,
+        config: &v1::TaskPushNotificationConfig,
+    ) -> Result<(), A2aError> {
+        self.push_notifier()?
+            .policy()
+            .check_url(&config.url)
+            .map(|_| ())
+            .map_err(|r| {
+                A2aError::invalid_field("configuration.taskPushNotificationConfig.url", r.0)
+            })
+    }
+
     /// The config inside SendMessage's configuration, for the task the send
     /// made or continued.
     pub(super) async fn register_send_push_config(
