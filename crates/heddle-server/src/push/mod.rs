@@ -237,6 +237,14 @@ impl PushNotifier {
             tracing::error!(task = %task.id, error = %e, "push: cannot record deliveries");
             return;
         }
+        // A terminal task has no further events: stop watching it.
+        if task
+            .status
+            .as_ref()
+            .is_some_and(|s| s.state().is_terminal())
+        {
+            self.armed().remove(&key(scope, &task.id));
+        }
         self.inner.wake.notify_one();
     }
 
