@@ -157,9 +157,23 @@ struct MemoryPushInner {
     next_seq: i64,
 }
 
+/// Dead letters a [`crate::MemoryStore`] keeps; the oldest go first.
+const MAX_MEMORY_DEAD: usize = 10_000;
+
 impl MemoryPush {
     fn lock(&self) -> MutexGuard<'_, MemoryPushInner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Drops the configs of tasks the store evicted, so memory stays bounded.
+    pub(crate) fn forget(&self, tasks: &[(String, String)]) {
+        if tasks.is_empty() {
+            return;
+        }
+        let mut inner = self.lock();
+        for key in tasks {
+            inner.configs.remove(key);
+        }
     }
 }
 
@@ -288,6 +302,9 @@ impl PushStore for crate::MemoryStore {
                     d.attempts = attempts;
                     d.last_error = error;
                     inner.dead.insert(seq, d);
+                    while inner.dead.len() > MAX_MEMORY_DEAD {
+                        inner.dead.pop_first();
+                    }
                 }
             }
         }
@@ -456,5 +473,35 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn memory_push_contract() {
         push_contract(&crate::MemoryStore::default()).await;
+    }
+
+    #[tokio::test]
+    async fn memory_store_drops_the_configs_of_evicted_tasks() {
+        use crate::TaskStore as _;
+        let store = crate::MemoryStore::new(crate::MemoryLimits {
+            max_terminal_tasks: 1,
+            ..Default::default()
+        });
+        let scope = Scope::new("agent", "alice");
+        let done = |id: &str| crate::tests::task(id, "ctx", v1::TaskState::Completed, 1);
+        store.save(&scope, &done("t1")).await.unwrap();
+        store
+            .put_push_config(&scope, &record("t1", "c1", "https://a.example/"))
+            .await
+            .unwrap();
+        assert_eq!(
+            store.list_push_configs(&scope, "t1").await.unwrap().len(),
+            1
+        );
+        // A second finished task pushes the first out, and its config with it.
+        store.save(&scope, &done("t2")).await.unwrap();
+        assert_eq!(store.load(&scope, "t1").await.unwrap(), None);
+        assert!(
+            store
+                .list_push_configs(&scope, "t1")
+                .await
+                .unwrap()
+                .is_empty()
+        );
     }
 }
