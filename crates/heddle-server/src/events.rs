@@ -265,7 +265,19 @@ impl TaskEvents {
         if let Some(m) = moved {
             st.task.history.push(m);
         }
-        if let Err(e) = self.live.store.save(&self.live.scope, &st.task).await {
+        // Saved with the push deliveries of this event, when there are any.
+        let saved = self
+            .live
+            .save_and_emit(&st.task, || {
+                Payload::StatusUpdate(v1::TaskStatusUpdateEvent {
+                    task_id: self.live.id.clone(),
+                    context_id: self.context_id.clone(),
+                    status: st.task.status.clone(),
+                    metadata: None,
+                })
+            })
+            .await;
+        if let Err(e) = saved {
             if let Some(old) = old_status.as_mut()
                 && pushed
             {
@@ -275,16 +287,6 @@ impl TaskEvents {
             return Err(e.into());
         }
         st.dirty = false;
-        self.live
-            .emit(&st.task, || {
-                Payload::StatusUpdate(v1::TaskStatusUpdateEvent {
-                    task_id: self.live.id.clone(),
-                    context_id: self.context_id.clone(),
-                    status: st.task.status.clone(),
-                    metadata: None,
-                })
-            })
-            .await;
         if state.is_terminal() || state.is_interrupted() {
             st.settled_gen += 1;
             self.live.settled.notify_waiters();

@@ -16,7 +16,7 @@ use std::{
 };
 
 use heddle_core::{A2aError, v1};
-use heddle_store::{Scope, TaskStore};
+use heddle_store::{Scope, StoreError, TaskStore};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
@@ -131,23 +131,54 @@ impl LiveTask {
         task: &v1::Task,
         update: impl FnOnce() -> v1::stream_response::Payload,
     ) {
-        let Some(push) = self
-            .push
-            .as_ref()
-            .filter(|p| p.is_armed(&self.scope, &self.id))
-        else {
+        let Some(push) = self.armed_push() else {
             self.publish(update);
             return;
         };
         let event = v1::StreamResponse {
             payload: Some(update()),
         };
+        self.broadcast(&event);
+        push.enqueue(&self.scope, task, &event).await;
+    }
+
+    /// Persists `task` after a status change, with the deliveries of its
+    /// event in the same store write when it has push configs, then
+    /// broadcasts the event. Nothing is broadcast if the store refuses.
+    pub async fn save_and_emit(
+        &self,
+        task: &v1::Task,
+        update: impl FnOnce() -> v1::stream_response::Payload,
+    ) -> Result<(), StoreError> {
+        let Some(push) = self.armed_push() else {
+            self.store.save(&self.scope, task).await?;
+            self.publish(update);
+            return Ok(());
+        };
+        let event = v1::StreamResponse {
+            payload: Some(update()),
+        };
+        let items = push.deliveries(&self.scope, task, &event).await;
+        self.store
+            .save_with_deliveries(&self.scope, task, items)
+            .await?;
+        self.broadcast(&event);
+        push.recorded(&self.scope, task);
+        Ok(())
+    }
+
+    fn armed_push(&self) -> Option<&PushNotifier> {
+        self.push
+            .as_ref()
+            .filter(|p| p.is_armed(&self.scope, &self.id))
+    }
+
+    fn broadcast(&self, event: &v1::StreamResponse) {
         if let Some(tx) = self.tx.get()
             && tx.receiver_count() > 0
         {
             let _ = tx.send(Arc::new(event.clone()));
         }
-        push.enqueue(&self.scope, task, &event).await;
     }
 
     /// Broadcasts to current subscribers. The event is only built when

@@ -106,6 +106,19 @@ pub trait TaskStore: PushStore + Send + Sync + 'static {
     /// becomes FAILED with an agent status message saying `reason`. Returns
     /// how many were failed.
     async fn fail_interrupted(&self, reason: &str) -> Result<u64, StoreError>;
+
+    /// Saves `task` and records `deliveries` of the event that changed it in
+    /// one step, so a crash keeps both or neither (SQLite: one transaction).
+    /// The default saves, then records.
+    async fn save_with_deliveries(
+        &self,
+        scope: &Scope,
+        task: &v1::Task,
+        deliveries: Vec<NewDelivery>,
+    ) -> Result<(), StoreError> {
+        self.save(scope, task).await?;
+        self.enqueue_deliveries(deliveries).await
+    }
 }
 
 /// The behaviour every store must share, run against each store by its own

@@ -468,6 +468,16 @@ pub(crate) mod tests {
         assert_eq!(dead.len(), 1);
         assert_eq!((dead[0].attempts, dead[0].item.body[0]), (5, 3));
         assert_eq!(dead[0].last_error, "HTTP 500");
+
+        // A status change and its deliveries in one step.
+        let t = crate::tests::task("t3", "ctx", v1::TaskState::Working, 7);
+        store
+            .save_with_deliveries(&alice, &t, vec![delivery(&alice, "t3", 9)])
+            .await
+            .unwrap();
+        assert_eq!(store.load(&alice, "t3").await.unwrap(), Some(t));
+        let pending = store.pending_deliveries(10).await.unwrap();
+        assert_eq!(pending.last().map(|d| d.item.body[0]), Some(9));
     }
 
     #[tokio::test]

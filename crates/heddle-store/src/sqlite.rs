@@ -692,6 +692,18 @@ fn run_list(conn: &mut Connection, sql: &ListSql, size: usize) -> Result<ListPag
     })
 }
 
+fn task_row(scope: &Scope, task: &v1::Task) -> TaskRow {
+    TaskRow {
+        agent: scope.agent.clone(),
+        id: task.id.clone(),
+        owner: scope.owner.clone(),
+        context_id: task.context_id.clone(),
+        state: task.status.as_ref().map_or(0, |s| s.state),
+        status_ms: status_ms(task),
+        body: task.encode_to_vec(),
+    }
+}
+
 #[async_trait]
 impl TaskStore for SqliteStore {
     async fn load(&self, scope: &Scope, task_id: &str) -> Result<Option<v1::Task>, StoreError> {
@@ -713,16 +725,27 @@ impl TaskStore for SqliteStore {
     }
 
     async fn save(&self, scope: &Scope, task: &v1::Task) -> Result<(), StoreError> {
-        let row = TaskRow {
-            agent: scope.agent.clone(),
-            id: task.id.clone(),
-            owner: scope.owner.clone(),
-            context_id: task.context_id.clone(),
-            state: task.status.as_ref().map_or(0, |s| s.state),
-            status_ms: status_ms(task),
-            body: task.encode_to_vec(),
-        };
+        let row = task_row(scope, task);
         self.write(|reply| WriteOp::Save { row, reply }).await?;
+        Ok(())
+    }
+
+    async fn save_with_deliveries(
+        &self,
+        scope: &Scope,
+        task: &v1::Task,
+        deliveries: Vec<crate::NewDelivery>,
+    ) -> Result<(), StoreError> {
+        if deliveries.is_empty() {
+            return self.save(scope, task).await;
+        }
+        let row = task_row(scope, task);
+        self.exec(move |tx| {
+            let saved = save_row(tx, &row)?;
+            crate::sqlite_push::insert_deliveries(tx, &deliveries)?;
+            Ok(saved)
+        })
+        .await?;
         Ok(())
     }
 

@@ -234,29 +234,7 @@ impl PushStore for SqliteStore {
         if items.is_empty() {
             return Ok(());
         }
-        self.exec(move |tx| {
-            let mut stmt = tx
-                .prepare_cached(
-                    "INSERT INTO push_outbox (id, agent, owner, task_id, version, target, content_type, body)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                )
-                .map_err(db)?;
-            for d in &items {
-                stmt.execute(params![
-                    d.id,
-                    d.scope.agent,
-                    d.scope.owner,
-                    d.task_id,
-                    d.target.version,
-                    d.target.config.encode_to_vec(),
-                    d.content_type,
-                    d.body
-                ])
-                .map_err(db)?;
-            }
-            Ok(items.len() as u64)
-        })
-        .await?;
+        self.exec(move |tx| insert_deliveries(tx, &items)).await?;
         Ok(())
     }
 
@@ -294,6 +272,33 @@ impl PushStore for SqliteStore {
     async fn dead_deliveries(&self, limit: usize) -> Result<Vec<Delivery>, StoreError> {
         self.deliveries(DEAD, limit).await
     }
+}
+
+/// Records deliveries in the outbox inside the writer's transaction.
+pub(crate) fn insert_deliveries(
+    tx: &rusqlite::Transaction<'_>,
+    items: &[NewDelivery],
+) -> Result<u64, StoreError> {
+    let mut stmt = tx
+        .prepare_cached(
+            "INSERT INTO push_outbox (id, agent, owner, task_id, version, target, content_type, body)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )
+        .map_err(db)?;
+    for d in items {
+        stmt.execute(params![
+            d.id,
+            d.scope.agent,
+            d.scope.owner,
+            d.task_id,
+            d.target.version,
+            d.target.config.encode_to_vec(),
+            d.content_type,
+            d.body
+        ])
+        .map_err(db)?;
+    }
+    Ok(items.len() as u64)
 }
 
 fn now_ms() -> i64 {

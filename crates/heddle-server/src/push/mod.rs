@@ -4,7 +4,11 @@
 //!
 //! * A [`PushNotifier`] is shared by every agent of a server. Handlers hand it
 //!   each event of a task that has configs; it records one delivery per
-//!   config in the store's outbox (before any attempt) and wakes its worker.
+//!   config in the store's outbox and wakes its worker. A status change and
+//!   its deliveries are one store write (`TaskStore::save_with_deliveries`;
+//!   SQLite: one transaction), so a crash keeps both or neither; artifact
+//!   and creation events are recorded right after they are applied. Either
+//!   way a delivery is durable before it is attempted.
 //! * The worker ([`PushNotifier::start`]) POSTs pending deliveries oldest
 //!   first, one at a time per task and config (so a receiver sees a task's
 //!   events in order), retries failures with exponential backoff and jitter up
@@ -194,14 +198,19 @@ impl PushNotifier {
         self.armed().contains(&key(scope, task_id))
     }
 
-    /// Records one delivery of `event` per config of the task, then wakes the
-    /// worker. `task` is the task as it stands after the event.
-    pub(crate) async fn enqueue(&self, scope: &Scope, task: &v1::Task, event: &v1::StreamResponse) {
+    /// One delivery of `event` per config of the task, not yet recorded.
+    /// `task` is the task as it stands after the event.
+    pub(crate) async fn deliveries(
+        &self,
+        scope: &Scope,
+        task: &v1::Task,
+        event: &v1::StreamResponse,
+    ) -> Vec<NewDelivery> {
         let configs = match self.inner.store.list_push_configs(scope, &task.id).await {
             Ok(c) => c,
             Err(e) => {
                 tracing::error!(task = %task.id, error = %e, "push: cannot read the task's configs");
-                return;
+                return Vec::new();
             }
         };
         let mut items = Vec::with_capacity(configs.len());
@@ -214,30 +223,26 @@ impl PushNotifier {
             } else {
                 ("application/a2a+json", serde_json::to_vec(event))
             };
-            let body = match body {
-                Ok(b) => b,
+            match body {
+                Ok(body) => items.push(NewDelivery {
+                    id: crate::new_id(),
+                    scope: scope.clone(),
+                    task_id: task.id.clone(),
+                    target,
+                    content_type: content_type.to_owned(),
+                    body,
+                }),
                 Err(e) => {
                     tracing::error!(task = %task.id, error = %e, "push: cannot encode the event");
-                    continue;
                 }
-            };
-            items.push(NewDelivery {
-                id: crate::new_id(),
-                scope: scope.clone(),
-                task_id: task.id.clone(),
-                target,
-                content_type: content_type.to_owned(),
-                body,
-            });
+            }
         }
-        if items.is_empty() {
-            return;
-        }
-        if let Err(e) = self.inner.store.enqueue_deliveries(items).await {
-            tracing::error!(task = %task.id, error = %e, "push: cannot record deliveries");
-            return;
-        }
-        // A terminal task has no further events: stop watching it.
+        items
+    }
+
+    /// After deliveries were recorded: wakes the worker, and stops watching a
+    /// task that reached a terminal state (it has no further events).
+    pub(crate) fn recorded(&self, scope: &Scope, task: &v1::Task) {
         if task
             .status
             .as_ref()
@@ -246,6 +251,20 @@ impl PushNotifier {
             self.armed().remove(&key(scope, &task.id));
         }
         self.inner.wake.notify_one();
+    }
+
+    /// Records one delivery of `event` per config of the task, then wakes the
+    /// worker (for events that change no status: artifacts, creation).
+    pub(crate) async fn enqueue(&self, scope: &Scope, task: &v1::Task, event: &v1::StreamResponse) {
+        let items = self.deliveries(scope, task, event).await;
+        if items.is_empty() {
+            return;
+        }
+        if let Err(e) = self.inner.store.enqueue_deliveries(items).await {
+            tracing::error!(task = %task.id, error = %e, "push: cannot record deliveries");
+            return;
+        }
+        self.recorded(scope, task);
     }
 
     /// The worker: delivers due deliveries, sleeps until the next is due or
