@@ -29,7 +29,10 @@ mod signer;
 
 use std::{
     collections::HashSet,
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
     time::Duration,
 };
 
@@ -125,6 +128,9 @@ struct Inner {
     client: reqwest::Client,
     /// Tasks with at least one config: (agent, owner, task id).
     armed: Mutex<HashSet<(String, String, String)>>,
+    /// `armed.len()`, readable without the lock: most events belong to tasks
+    /// with no configs, and a server with none pays one atomic load per event.
+    armed_len: AtomicUsize,
     wake: Notify,
 }
 
@@ -160,6 +166,7 @@ impl PushNotifier {
                 opts,
                 client,
                 armed: Mutex::default(),
+                armed_len: AtomicUsize::new(0),
                 wake: Notify::new(),
             }),
         })
@@ -179,6 +186,7 @@ impl PushNotifier {
             for (scope, task) in tasks {
                 armed.insert(key(&scope, &task));
             }
+            self.inner.armed_len.store(armed.len(), Ordering::Release);
         }
         let this = self.clone();
         Ok(tokio::spawn(async move { this.run().await }))
@@ -190,12 +198,15 @@ impl PushNotifier {
 
     /// Marks a task as having configs, so its events are delivered.
     pub(crate) fn arm(&self, scope: &Scope, task_id: &str) {
-        self.armed().insert(key(scope, task_id));
+        let mut armed = self.armed();
+        armed.insert(key(scope, task_id));
+        self.inner.armed_len.store(armed.len(), Ordering::Release);
     }
 
     /// Whether the task may have configs.
     pub(crate) fn is_armed(&self, scope: &Scope, task_id: &str) -> bool {
-        self.armed().contains(&key(scope, task_id))
+        self.inner.armed_len.load(Ordering::Acquire) > 0
+            && self.armed().contains(&key(scope, task_id))
     }
 
     /// One delivery of `event` per config of the task, not yet recorded.
@@ -248,7 +259,9 @@ impl PushNotifier {
             .as_ref()
             .is_some_and(|s| s.state().is_terminal())
         {
-            self.armed().remove(&key(scope, &task.id));
+            let mut armed = self.armed();
+            armed.remove(&key(scope, &task.id));
+            self.inner.armed_len.store(armed.len(), Ordering::Release);
         }
         self.inner.wake.notify_one();
     }
