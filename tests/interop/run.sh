@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Interop suite: the official A2A SDK clients (Python a2a-sdk, JS @a2a-js/sdk)
 # against a fresh `heddle serve`, each over JSON-RPC 1.0 and 0.3, HTTP+JSON 1.0,
-# gRPC 1.0 and gRPC 0.3 (the clients pick the interface from the agent card).
+# gRPC 1.0 and gRPC 0.3 (the clients pick the interface from the agent card);
+# then the Python SDK registers a push webhook on each and parses what arrives
+# (python/push_flows.py).
 #
 #   HEDDLE_BIN  the heddle binary (default: target/debug/heddle, built with
 #               `cargo build -p heddle` when missing)
@@ -32,7 +34,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-"$HEDDLE_BIN" serve --store memory --listen "127.0.0.1:$port" --grpc-listen 127.0.0.1:0 >"$log" 2>&1 &
+# Push deliveries go to the SDK flows' own webhook on 127.0.0.1, over http.
+"$HEDDLE_BIN" serve --store memory --listen "127.0.0.1:$port" --grpc-listen 127.0.0.1:0 \
+  --push-allow 127.0.0.1/32 --push-allow-http >"$log" 2>&1 &
 server_pid=$!
 
 base="http://127.0.0.1:$port/api/v1/agents"
@@ -71,11 +75,17 @@ run_client() {
 }
 py=("$HERE/.venv/bin/python" "$HERE/python/client_flows.py")
 js=(node "$HERE/js/client_flows.mjs")
+push=("$HERE/.venv/bin/python" "$HERE/python/push_flows.py")
 run_client python-v1        "${py[@]}" "$base" 1.0 JSONRPC
 run_client python-v0.3      "${py[@]}" "$base" 0.3 JSONRPC
 run_client python-rest-v1   "${py[@]}" "$base" 1.0 HTTP+JSON
 run_client python-grpc-v1   "${py[@]}" "$base" 1.0 GRPC
 run_client python-grpc-v0.3 "${py[@]}" "$base" 0.3 GRPC
+run_client python-push-v1        "${push[@]}" "$base" 1.0 JSONRPC
+run_client python-push-v0.3      "${push[@]}" "$base" 0.3 JSONRPC
+run_client python-push-rest-v1   "${push[@]}" "$base" 1.0 HTTP+JSON
+run_client python-push-grpc-v1   "${push[@]}" "$base" 1.0 GRPC
+run_client python-push-grpc-v0.3 "${push[@]}" "$base" 0.3 GRPC
 run_client js-v1            "${js[@]}" "$base" 1.0 JSONRPC
 run_client js-v0.3          "${js[@]}" "$base" 0.3 JSONRPC
 run_client js-rest-v1       "${js[@]}" "$base" 1.0 HTTP+JSON

@@ -8,6 +8,7 @@ mod serve;
 mod serve_auth;
 mod serve_tls;
 mod trust;
+mod webhook;
 
 use std::process::ExitCode;
 
@@ -43,6 +44,9 @@ enum Command {
     /// Manage the API keys `heddle serve --require-auth` accepts.
     #[command(subcommand)]
     Keys(keys::KeysCommand),
+    /// Receive push notifications (a webhook that prints what arrives).
+    #[command(subcommand)]
+    Webhook(webhook::WebhookCommand),
 }
 
 fn main() -> ExitCode {
@@ -69,6 +73,7 @@ fn main() -> ExitCode {
             Command::Task(cmd) => remote::task(cmd).await,
             Command::Chat(args) => remote::chat(args).await,
             Command::Keys(cmd) => keys::run(cmd).await,
+            Command::Webhook(cmd) => webhook::run(cmd).await,
         }
     });
     match result {

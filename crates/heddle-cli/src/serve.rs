@@ -49,6 +49,8 @@ pub struct ServeArgs {
     config: Option<PathBuf>,
     #[command(flatten)]
     security: crate::serve_tls::ServeSecurityArgs,
+    #[command(flatten)]
+    push: crate::webhook::PushArgs,
 }
 
 fn bindings(names: &[String]) -> anyhow::Result<Bindings> {
@@ -160,6 +162,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     // A card that cannot be signed stops the start, rather than be served unsigned.
     let sign_failures = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     if let Some(signer) = signer.clone() {
+        // The card-signing key is published with the hub's JWKS (the `jku`).
+        if let Some(keys) = signer
+            .jwks()
+            .and_then(|j| j.get("keys").and_then(|k| k.as_array()).cloned())
+        {
+            builder = builder.publish_keys(keys);
+        }
         let failures = sign_failures.clone();
         builder = builder.card_hook(Arc::new(move |id, card| {
             if let Err(e) = signer.sign(card)
@@ -175,10 +184,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         builder = builder.authenticator(auth);
         auth_lines = lines;
     }
+    if let Some(push) = args.push.options(&public_url)? {
+        builder = builder.push(push);
+    }
     let hub = with_demo_agents(builder)
         .default_agent(&args.default_agent)
-        .build()
-        .await;
+        .try_build()
+        .await?;
     if let Ok(f) = sign_failures.lock()
         && !f.is_empty()
     {
@@ -191,10 +203,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             names(&hub)
         );
     }
-    let mut app = hub.router();
-    if let Some(jwks) = signer.as_deref().and_then(crate::serve_tls::jwks_router) {
-        app = app.merge(jwks);
-    }
+    let app = hub.router();
     // Spans name the path, never the query: an API key may travel there.
     let app = app.layer(tower_http::trace::TraceLayer::new_for_http().make_span_with(
         |req: &axum::http::Request<axum::body::Body>| {

@@ -3,7 +3,7 @@
 use std::{future::Future, sync::Arc};
 
 use anyhow::Context;
-use axum::{Json, Router, routing::get};
+use axum::Router;
 use clap::Args;
 use heddle_client::heddle_signing::{CardSigner, SigningKey};
 use heddle_server::tls::{TlsServerConfig, TlsSettings, serve_tls};
@@ -74,12 +74,6 @@ impl ServeSecurityArgs {
         });
         Ok(Some(Arc::new(CardSigner::new(key, jku))))
     }
-}
-
-/// The route serving the signer's public JWKS (none for an HMAC key).
-pub fn jwks_router(signer: &CardSigner) -> Option<Router> {
-    let jwks = signer.jwks()?;
-    Some(Router::new().route(JWKS_PATH, get(move || async move { Json(jwks) })))
 }
 
 /// Serves `app` on `listener`, over TLS when `tls` is set.

@@ -22,6 +22,10 @@ impl Drop for Server {
 }
 
 fn serve(store: &str) -> Server {
+    serve_with(store, &[])
+}
+
+fn serve_with(store: &str, extra: &[&str]) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_heddle"))
         .args([
             "serve",
@@ -32,6 +36,7 @@ fn serve(store: &str) -> Server {
             "--store",
             store,
         ])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -514,5 +519,122 @@ async fn a_dropped_stream_resumes_without_duplicated_chunks() {
     assert_eq!(
         text,
         "Report, part one: the findings. Part two: what they mean. Part three: what to do next."
+    );
+}
+
+/// `heddle webhook listen` on `port`: its stdout lines (one per delivery,
+/// duplicates already dropped) arrive on the channel.
+fn webhook_listen(port: u16) -> (Child, std::sync::mpsc::Receiver<Value>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_heddle"))
+        .args([
+            "webhook",
+            "listen",
+            "--port",
+            &port.to_string(),
+            "--token",
+            "tok",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("heddle webhook listen starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str::<Value>(&line)
+                && tx.send(v).is_err()
+            {
+                return;
+            }
+        }
+    });
+    (child, rx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_backlog_survives_kill_9_and_is_delivered_after_restart() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let store = format!("sqlite:{}", dir.path().join("push.db").display());
+    let push = [
+        "--push-allow",
+        "127.0.0.1/32",
+        "--push-allow-http",
+        "--push-initial-backoff-ms",
+        "100",
+        "--push-max-backoff-ms",
+        "500",
+    ];
+    // The receiver's port, closed for now: every attempt fails.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let server = serve_with(&store, &push);
+    let client = reqwest::Client::new();
+    let first = rpc(
+        &client,
+        &server.url,
+        "writer",
+        "SendMessage",
+        json!({"message": message("k1", "Summarize"),
+               "configuration": {"taskPushNotificationConfig": {
+                   "url": format!("http://127.0.0.1:{port}/hook"), "token": "tok"}}}),
+    )
+    .await
+    .expect("first send");
+    let task_id = first["task"]["id"].as_str().expect("id").to_owned();
+    let mut answer = message("k2", "the board");
+    answer["taskId"] = json!(task_id);
+    rpc(
+        &client,
+        &server.url,
+        "writer",
+        "SendMessage",
+        json!({"message": answer}),
+    )
+    .await
+    .expect("answer");
+    let mut server = server;
+    server.child.kill().expect("kill -9");
+    let _ = server.child.wait();
+
+    // The receiver comes up, then the server restarts on the same store.
+    let (mut listener, events) = webhook_listen(port);
+    std::thread::sleep(Duration::from_millis(300));
+    let _restarted = serve_with(&store, &push);
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while got.len() < 6 && Instant::now() < deadline {
+        if let Ok(v) = events.recv_timeout(Duration::from_millis(200)) {
+            got.push(v);
+        }
+    }
+    let _ = listener.kill();
+    let _ = listener.wait();
+    let labels: Vec<String> = got
+        .iter()
+        .map(|v| {
+            let e = &v["event"];
+            assert_eq!(v["taskId"], json!(task_id), "{v}");
+            if let Some(t) = e.get("task") {
+                format!("task:{}", t["status"]["state"].as_str().unwrap_or(""))
+            } else if let Some(u) = e.get("statusUpdate") {
+                format!("status:{}", u["status"]["state"].as_str().unwrap_or(""))
+            } else {
+                "artifact".to_owned()
+            }
+        })
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "task:TASK_STATE_SUBMITTED",
+            "status:TASK_STATE_WORKING",
+            "status:TASK_STATE_INPUT_REQUIRED",
+            "status:TASK_STATE_WORKING",
+            "artifact",
+            "status:TASK_STATE_COMPLETED",
+        ]
     );
 }

@@ -35,6 +35,7 @@ mod error;
 mod grpc;
 mod oauth;
 mod trust;
+pub mod webhook;
 
 pub use client::{A2aClient, Binding, ClientOptions, EventStream, SendReply, WireLog, http_client};
 pub use credentials::{Credentials, Secret};

@@ -106,6 +106,9 @@ pub struct Hub {
     agents: Vec<HostedAgent>,
     default_agent: Option<String>,
     bindings: Bindings,
+    push_signer: Option<Arc<heddle_server::push::PushSigner>>,
+    /// Extra public keys for `/.well-known/jwks.json` (see [`HubBuilder::publish_keys`]).
+    published_keys: Vec<serde_json::Value>,
     #[cfg(feature = "grpc")]
     grpc: Option<tonic::service::Routes>,
     auth: Option<heddle_auth::Authenticator>,
@@ -130,6 +133,8 @@ pub struct HubBuilder {
     bindings: Bindings,
     auth: Option<heddle_auth::Authenticator>,
     card_hook: Option<CardHook>,
+    push: Option<heddle_server::PushOptions>,
+    published_keys: Vec<serde_json::Value>,
 }
 
 /// Runs on each agent's finished card before it is served (see [`HubBuilder::card_hook`]).
@@ -148,6 +153,8 @@ impl Hub {
             bindings: Bindings::default(),
             auth: None,
             card_hook: None,
+            push: None,
+            published_keys: Vec::new(),
         }
     }
 
@@ -241,9 +248,25 @@ impl Hub {
         if let Some(auth) = &self.auth {
             router = router.layer(auth.layer());
         }
-        router.route(
+        let router = router.route(
             "/api/v1/agents",
             get(move || async move { Json((*listing).clone()) }),
+        );
+        // One public JWKS for every key this server signs with: push
+        // deliveries' and any published (card-signing) keys.
+        let mut keys = self.published_keys.clone();
+        if let Some(signer) = &self.push_signer
+            && let Some(push_keys) = signer.jwks().get("keys").and_then(|k| k.as_array())
+        {
+            keys.extend(push_keys.iter().cloned());
+        }
+        if keys.is_empty() {
+            return router;
+        }
+        let jwks = Arc::new(json!({ "keys": keys }));
+        router.route(
+            "/.well-known/jwks.json",
+            get(move || async move { Json((*jwks).clone()) }),
         )
     }
 }
@@ -297,6 +320,24 @@ impl HubBuilder {
         self
     }
 
+    /// Public keys (JWKs) to publish at `/.well-known/jwks.json` beside the
+    /// push-delivery key: a card-signing key, for example, so one JWKS
+    /// serves every key this server signs with.
+    #[must_use]
+    pub fn publish_keys(mut self, keys: impl IntoIterator<Item = serde_json::Value>) -> Self {
+        self.published_keys.extend(keys);
+        self
+    }
+
+    /// Delivers push notifications with these options: every agent's card
+    /// declares `capabilities.pushNotifications`, and the delivery worker
+    /// starts with the hub (picking up deliveries a previous process left).
+    #[must_use]
+    pub fn push(mut self, opts: heddle_server::PushOptions) -> Self {
+        self.push = Some(opts);
+        self
+    }
+
     /// Adds an agent; at build time its card gets the hub's interface URLs.
     #[must_use]
     pub fn agent(
@@ -314,7 +355,23 @@ impl HubBuilder {
     }
 
     /// Finishes the hub. Fails tasks a previous process left running (once, for the shared store).
+    ///
+    /// # Panics
+    /// Never for the demo setup; see [`try_build`](Self::try_build) for the error.
     pub async fn build(self) -> Hub {
+        match self.try_build().await {
+            Ok(hub) => hub,
+            Err(e) => panic!("cannot build the hub: {e}"),
+        }
+    }
+
+    /// [`build`](Self::build), reporting a push notifier that cannot start.
+    pub async fn try_build(self) -> Result<Hub, heddle_server::push::PushError> {
+        let notifier = self
+            .push
+            .clone()
+            .map(|opts| heddle_server::PushNotifier::new(self.store.clone(), opts))
+            .transpose()?;
         let grpc_url = self.grpc_url.as_deref();
         let agents: Vec<HostedAgent> = self
             .agents
@@ -334,6 +391,12 @@ impl HubBuilder {
                     }
                     None => (card, None),
                 };
+                if notifier.is_some()
+                    && let Some(caps) = card.capabilities.as_mut()
+                {
+                    caps.push_notifications = Some(true);
+                }
+                // Last: a signature covers the card exactly as served.
                 if let Some(hook) = &self.card_hook {
                     hook(&a.id, &mut card);
                 }
@@ -346,6 +409,9 @@ impl HubBuilder {
                 );
                 if let Some(extended) = extended {
                     handler = handler.with_extended_card(extended);
+                }
+                if let Some(n) = &notifier {
+                    handler = handler.with_push(n.clone());
                 }
                 HostedAgent { id: a.id, handler }
             })
@@ -360,12 +426,19 @@ impl HubBuilder {
                 Err(e) => tracing::error!(error = %e, "could not recover interrupted tasks"),
             }
         }
+        // The worker runs as long as the runtime does (the router, not the
+        // hub, is what a server keeps).
+        if let Some(n) = &notifier {
+            drop(n.start().await?);
+        }
         #[allow(unused_mut)] // assigned only with the grpc feature
         let mut hub = Hub {
             public_url: self.public_url,
             agents,
             default_agent: self.default_agent,
             bindings: self.bindings,
+            push_signer: self.push.as_ref().and_then(|p| p.signer.clone()),
+            published_keys: self.published_keys,
             #[cfg(feature = "grpc")]
             grpc: None,
             auth: self.auth,
@@ -374,7 +447,7 @@ impl HubBuilder {
         if hub.bindings.grpc {
             hub.grpc = Some(hub.grpc_router().routes().await);
         }
-        hub
+        Ok(hub)
     }
 }
 

@@ -30,6 +30,10 @@ use serde_json::{Value, json};
 use tonic::transport::Channel;
 use tower::ServiceExt;
 
+/// Push config rows of the table.
+#[path = "bindings/push.rs"]
+mod push;
+
 /// The ways a caller can reach an agent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Wire {
@@ -62,11 +66,20 @@ struct App {
 }
 
 async fn app() -> App {
+    app_with(None).await
+}
+
+/// The hub, delivering push notifications with `push` when given.
+async fn app_with(push: Option<heddle_server::PushOptions>) -> App {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let grpc_addr = listener.local_addr().expect("addr");
-    let hub = Hub::builder("http://test.local", Arc::new(MemoryStore::default()))
+    let mut builder = Hub::builder("http://test.local", Arc::new(MemoryStore::default()));
+    if let Some(p) = push {
+        builder = builder.push(p);
+    }
+    let hub = builder
         .grpc_url(grpc_addr.to_string())
         .agent(
             "echo",

@@ -147,16 +147,18 @@ impl TaskEvents {
         self.create_if_needed(&mut st).await?;
         heddle_core::task::apply_artifact(&mut st.task.artifacts, &artifact, append);
         st.dirty = true;
-        self.live.publish(|| {
-            Payload::ArtifactUpdate(v1::TaskArtifactUpdateEvent {
-                task_id: self.live.id.clone(),
-                context_id: self.context_id.clone(),
-                artifact: Some(artifact),
-                append,
-                last_chunk,
-                metadata: None,
+        self.live
+            .emit(&st.task, || {
+                Payload::ArtifactUpdate(v1::TaskArtifactUpdateEvent {
+                    task_id: self.live.id.clone(),
+                    context_id: self.context_id.clone(),
+                    artifact: Some(artifact),
+                    append,
+                    last_chunk,
+                    metadata: None,
+                })
             })
-        });
+            .await;
         Ok(())
     }
 
@@ -218,7 +220,9 @@ impl TaskEvents {
             self.live.store.save(&self.live.scope, &st.task).await?;
         }
         st.created = true;
-        self.live.publish(|| Payload::Task(st.task.clone()));
+        self.live
+            .emit(&st.task, || Payload::Task(st.task.clone()))
+            .await;
         Ok(())
     }
 
@@ -261,7 +265,19 @@ impl TaskEvents {
         if let Some(m) = moved {
             st.task.history.push(m);
         }
-        if let Err(e) = self.live.store.save(&self.live.scope, &st.task).await {
+        // Saved with the push deliveries of this event, when there are any.
+        let saved = self
+            .live
+            .save_and_emit(&st.task, || {
+                Payload::StatusUpdate(v1::TaskStatusUpdateEvent {
+                    task_id: self.live.id.clone(),
+                    context_id: self.context_id.clone(),
+                    status: st.task.status.clone(),
+                    metadata: None,
+                })
+            })
+            .await;
+        if let Err(e) = saved {
             if let Some(old) = old_status.as_mut()
                 && pushed
             {
@@ -271,14 +287,6 @@ impl TaskEvents {
             return Err(e.into());
         }
         st.dirty = false;
-        self.live.publish(|| {
-            Payload::StatusUpdate(v1::TaskStatusUpdateEvent {
-                task_id: self.live.id.clone(),
-                context_id: self.context_id.clone(),
-                status: st.task.status.clone(),
-                metadata: None,
-            })
-        });
         if state.is_terminal() || state.is_interrupted() {
             st.settled_gen += 1;
             self.live.settled.notify_waiters();

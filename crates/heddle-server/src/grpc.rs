@@ -421,8 +421,10 @@ impl v1_server::A2aService for V1Service {
     ) -> Result<Response<v1::TaskPushNotificationConfig>, Status> {
         let (inc, r) = split(request);
         let tenant = r.tenant.clone();
-        let reply = self.run(&inc, &tenant, Call::CreatePushConfig(r)).await?;
-        Err(unexpected(&reply))
+        match self.run(&inc, &tenant, Call::CreatePushConfig(r)).await? {
+            Reply::PushConfig(c) => Ok(Response::new(c)),
+            other => Err(unexpected(&other)),
+        }
     }
 
     async fn get_task_push_notification_config(
@@ -431,8 +433,10 @@ impl v1_server::A2aService for V1Service {
     ) -> Result<Response<v1::TaskPushNotificationConfig>, Status> {
         let (inc, r) = split(request);
         let tenant = r.tenant.clone();
-        let reply = self.run(&inc, &tenant, Call::GetPushConfig(r)).await?;
-        Err(unexpected(&reply))
+        match self.run(&inc, &tenant, Call::GetPushConfig(r)).await? {
+            Reply::PushConfig(c) => Ok(Response::new(c)),
+            other => Err(unexpected(&other)),
+        }
     }
 
     async fn list_task_push_notification_configs(
@@ -441,8 +445,10 @@ impl v1_server::A2aService for V1Service {
     ) -> Result<Response<v1::ListTaskPushNotificationConfigsResponse>, Status> {
         let (inc, r) = split(request);
         let tenant = r.tenant.clone();
-        let reply = self.run(&inc, &tenant, Call::ListPushConfigs(r)).await?;
-        Err(unexpected(&reply))
+        match self.run(&inc, &tenant, Call::ListPushConfigs(r)).await? {
+            Reply::PushConfigs(c) => Ok(Response::new(c)),
+            other => Err(unexpected(&other)),
+        }
     }
 
     async fn get_extended_agent_card(
@@ -466,8 +472,10 @@ impl v1_server::A2aService for V1Service {
     ) -> Result<Response<heddle_core::wkt::Empty>, Status> {
         let (inc, r) = split(request);
         let tenant = r.tenant.clone();
-        let reply = self.run(&inc, &tenant, Call::DeletePushConfig(r)).await?;
-        Err(unexpected(&reply))
+        match self.run(&inc, &tenant, Call::DeletePushConfig(r)).await? {
+            Reply::Empty => Ok(Response::new(heddle_core::wkt::Empty {})),
+            other => Err(unexpected(&other)),
+        }
     }
 }
 
@@ -595,8 +603,10 @@ impl v03_server::A2aService for V03Service {
     ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
         let (inc, r) = split(request);
         let call = conv::create_push_config_to_v1(&r).map(Call::CreatePushConfig);
-        let reply = self.run(&inc, call).await?;
-        Err(unexpected(&reply))
+        match self.run(&inc, call).await? {
+            Reply::PushConfig(c) => Ok(Response::new(conv::push_config_from_v1(&c))),
+            other => Err(unexpected(&other)),
+        }
     }
 
     async fn get_task_push_notification_config(
@@ -611,8 +621,10 @@ impl v03_server::A2aService for V03Service {
                 ..Default::default()
             })
         });
-        let reply = self.run(&inc, call).await?;
-        Err(unexpected(&reply))
+        match self.run(&inc, call).await? {
+            Reply::PushConfig(c) => Ok(Response::new(conv::push_config_from_v1(&c))),
+            other => Err(unexpected(&other)),
+        }
     }
 
     async fn list_task_push_notification_config(
@@ -628,8 +640,15 @@ impl v03_server::A2aService for V03Service {
                 ..Default::default()
             })
         });
-        let reply = self.run(&inc, call).await?;
-        Err(unexpected(&reply))
+        match self.run(&inc, call).await? {
+            Reply::PushConfigs(l) => {
+                Ok(Response::new(pb::ListTaskPushNotificationConfigResponse {
+                    configs: l.configs.iter().map(conv::push_config_from_v1).collect(),
+                    next_page_token: l.next_page_token,
+                }))
+            }
+            other => Err(unexpected(&other)),
+        }
     }
 
     async fn get_agent_card(
@@ -667,8 +686,10 @@ impl v03_server::A2aService for V03Service {
                 ..Default::default()
             })
         });
-        let reply = self.run(&inc, call).await?;
-        Err(unexpected(&reply))
+        match self.run(&inc, call).await? {
+            Reply::Empty => Ok(Response::new(heddle_core::wkt::Empty {})),
+            other => Err(unexpected(&other)),
+        }
     }
 }
 

@@ -17,10 +17,13 @@ use heddle_core::{
 use heddle_store::{ListQuery, PageToken, Scope, StoreError, TaskStore};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast::error::RecvError};
 
+mod push_configs;
+
 use crate::{
     agent::{AgentExecutor, Caller, RequestContext},
     events::{TaskEvents, current_state},
     live::{Attached, LiveTask, LiveTasks, Update},
+    push::PushNotifier,
 };
 
 /// Limits that protect the server from oversized or abusive requests.
@@ -87,6 +90,12 @@ pub enum Reply {
     Card(Box<v1::AgentCard>),
     /// Events (SendStreamingMessage, SubscribeToTask).
     Stream(EventStream),
+    /// A push config (Create, Get).
+    PushConfig(v1::TaskPushNotificationConfig),
+    /// A page of push configs (List).
+    PushConfigs(v1::ListTaskPushNotificationConfigsResponse),
+    /// Nothing (Delete).
+    Empty,
 }
 
 impl std::fmt::Debug for Reply {
@@ -97,6 +106,12 @@ impl std::fmt::Debug for Reply {
             Reply::Tasks(t) => f.debug_tuple("Tasks").field(t).finish(),
             Reply::Card(c) => f.debug_tuple("Card").field(c).finish(),
             Reply::Stream(_) => f.write_str("Stream"),
+            Reply::PushConfig(c) => f.debug_tuple("PushConfig").field(&c.id).finish(),
+            Reply::PushConfigs(c) => f
+                .debug_tuple("PushConfigs")
+                .field(&c.configs.len())
+                .finish(),
+            Reply::Empty => f.write_str("Empty"),
         }
     }
 }
@@ -110,6 +125,7 @@ struct Inner {
     extended_card: Option<v1::AgentCard>,
     limits: Limits,
     streams: Arc<Semaphore>,
+    push: Option<PushNotifier>,
 }
 
 /// Handles every A2A operation for one agent.
@@ -187,6 +203,7 @@ impl RequestHandler {
                 extended_card: None,
                 limits,
                 streams,
+                push: None,
             }),
         }
     }
@@ -196,6 +213,18 @@ impl RequestHandler {
     pub fn with_extended_card(mut self, card: v1::AgentCard) -> Self {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
             inner.extended_card = Some(card);
+        }
+        self
+    }
+
+    /// Delivers push notifications through `push` (shared by the server's
+    /// agents). Push configs are served only when the card also declares
+    /// `capabilities.pushNotifications`.
+    #[must_use]
+    pub fn with_push(mut self, push: PushNotifier) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.live.push = Some(push.clone());
+            inner.push = Some(push);
         }
         self
     }
@@ -253,12 +282,7 @@ impl RequestHandler {
                 | Call::ListPushConfigs(_)
                 | Call::DeletePushConfig(_)
         ) {
-            let msg = if self.push_supported() {
-                "push notification configs are not available yet on this server"
-            } else {
-                "this agent does not support push notifications"
-            };
-            return Err(A2aError::new(ErrorCode::PushNotificationNotSupported, msg));
+            self.push_notifier()?;
         }
         call.validate()?;
         // Each arm's future is boxed: unboxed, this future would be as big as
@@ -292,17 +316,10 @@ impl RequestHandler {
                     .await
                     .map(Reply::Stream)
             }
-            Call::CreatePushConfig(_)
-            | Call::GetPushConfig(_)
-            | Call::ListPushConfigs(_)
-            | Call::DeletePushConfig(_) => {
-                let msg = if self.push_supported() {
-                    "push notification configs are not available yet on this server"
-                } else {
-                    "this agent does not support push notifications"
-                };
-                Err(A2aError::new(ErrorCode::PushNotificationNotSupported, msg))
-            }
+            Call::CreatePushConfig(r) => self.create_push_config(&cx, r).await,
+            Call::GetPushConfig(r) => self.get_push_config(&cx, r).await,
+            Call::ListPushConfigs(r) => self.list_push_configs(&cx, r).await,
+            Call::DeletePushConfig(r) => self.delete_push_config(&cx, r).await,
             Call::GetExtendedAgentCard(_) => {
                 self.extended_card(&cx).map(|c| Reply::Card(Box::new(c)))
             }
@@ -385,7 +402,14 @@ impl RequestHandler {
             message.task_id.clone_from(legacy);
         }
 
-        let (attached, prior) = if message.task_id.is_empty() {
+        // A push config is checked before anything changes, and stored before
+        // the agent runs, so its first event is delivered too.
+        let push = config.task_push_notification_config.clone();
+        if let Some(p) = &push {
+            self.check_send_push_config(p)?;
+        }
+        let new_task = message.task_id.is_empty();
+        let (attached, prior) = if new_task {
             self.start_task(&scope, &mut message, stream)
         } else {
             let attached = self
@@ -393,7 +417,17 @@ impl RequestHandler {
                 .live
                 .attach(&scope, &message.task_id, &self.inner.store, stream)
                 .await?;
-            let prior = self.continue_task(&attached.live, &mut message).await;
+            let registered = match push.clone() {
+                Some(p) => {
+                    self.register_send_push_config(&cx, &attached.live.id, p)
+                        .await
+                }
+                None => Ok(()),
+            };
+            let prior = match registered {
+                Ok(()) => self.continue_task(&attached.live, &mut message).await,
+                Err(e) => Err(e),
+            };
             if let Err(e) = prior {
                 drop(attached.rx);
                 self.inner.live.release(&attached.live.id);
@@ -403,6 +437,14 @@ impl RequestHandler {
         };
         // Only streams subscribe to the fan-out; with no receiver, no event is built.
         let Attached { live, rx } = attached;
+        if new_task
+            && let Some(p) = push
+            && let Err(e) = self.register_send_push_config(&cx, &live.id, p).await
+        {
+            drop(rx);
+            self.inner.live.release(&live.id);
+            return Err(e);
+        }
         let start_gen = {
             let mut st = live.state.lock().await;
             if stream {

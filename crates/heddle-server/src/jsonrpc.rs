@@ -306,6 +306,21 @@ fn encode_reply(id: Id, version: ProtocolVersion, method: Method, reply: Reply) 
         (ProtocolVersion::V0_3, Reply::Tasks(_)) => {
             encode_error(id, &heddle_core::call::method_not_found("ListTasks"))
         }
+        (ProtocolVersion::V1_0, Reply::PushConfig(c)) => encode(id, &c),
+        (ProtocolVersion::V1_0, Reply::PushConfigs(l)) => encode(id, &l),
+        (ProtocolVersion::V1_0, Reply::Empty) => encode(id, &serde_json::json!({})),
+        (ProtocolVersion::V0_3, Reply::PushConfig(c)) => {
+            encode(id, &v03::TaskPushNotificationConfig::from_v1(&c))
+        }
+        // v0.3 lists are a bare array of every config.
+        (ProtocolVersion::V0_3, Reply::PushConfigs(l)) => encode(
+            id,
+            &l.configs
+                .iter()
+                .map(v03::TaskPushNotificationConfig::from_v1)
+                .collect::<Vec<_>>(),
+        ),
+        (ProtocolVersion::V0_3, Reply::Empty) => encode(id, &serde_json::Value::Null),
         (_, Reply::Stream(_)) => encode_error(id, &A2aError::internal("unexpected stream")),
     }
 }

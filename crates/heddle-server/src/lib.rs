@@ -43,8 +43,10 @@ pub mod handler;
 mod jsonrpc;
 pub mod lifecycle;
 mod live;
+pub mod push;
 mod rest;
 mod rest_v03;
+mod rest_v03_push;
 pub mod server;
 #[cfg(feature = "tls")]
 pub mod tls;
@@ -52,6 +54,7 @@ pub mod tls;
 pub use agent::{AgentError, AgentExecutor, Caller, RequestContext};
 pub use events::{EventError, TaskEvents};
 pub use handler::{CallContext, EventStream, Limits, Reply, RequestHandler};
+pub use push::{PushNotifier, PushOptions, PushPolicy};
 pub use server::{AgentRoutes, card_router};
 
 /// A fresh, time-ordered id (UUID v7), formatted without `fmt` machinery.

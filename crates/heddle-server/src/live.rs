@@ -16,9 +16,11 @@ use std::{
 };
 
 use heddle_core::{A2aError, v1};
-use heddle_store::{Scope, TaskStore};
+use heddle_store::{Scope, StoreError, TaskStore};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
+
+use crate::push::PushNotifier;
 
 /// One event as broadcast to subscribers (shared, encoded per subscriber).
 pub type Update = Arc<v1::StreamResponse>;
@@ -65,6 +67,8 @@ pub(crate) struct LiveTask {
     /// or answered with a message); they re-check the state under the lock.
     pub settled: tokio::sync::Notify,
     pub store: Arc<dyn TaskStore>,
+    /// Push delivery, when the server has it.
+    pub push: Option<PushNotifier>,
 }
 
 impl std::fmt::Debug for LiveTask {
@@ -89,7 +93,13 @@ impl LiveTask {
         self.tx.get().map_or(0, broadcast::Sender::receiver_count)
     }
 
-    fn new(scope: Scope, task: v1::Task, created: bool, store: Arc<dyn TaskStore>) -> Self {
+    fn new(
+        scope: Scope,
+        task: v1::Task,
+        created: bool,
+        store: Arc<dyn TaskStore>,
+        push: Option<PushNotifier>,
+    ) -> Self {
         Self {
             scope,
             id: task.id.clone(),
@@ -108,6 +118,66 @@ impl LiveTask {
             running: AtomicBool::new(false),
             settled: tokio::sync::Notify::new(),
             store,
+            push,
+        }
+    }
+
+    /// Broadcasts like [`publish`](Self::publish) and, when the task has push
+    /// configs, records a delivery of the event for each (`task` is the task
+    /// after the event). Called under the task's lock, so deliveries are
+    /// recorded in event order.
+    pub async fn emit(
+        &self,
+        task: &v1::Task,
+        update: impl FnOnce() -> v1::stream_response::Payload,
+    ) {
+        let Some(push) = self.armed_push() else {
+            self.publish(update);
+            return;
+        };
+        let event = v1::StreamResponse {
+            payload: Some(update()),
+        };
+        self.broadcast(&event);
+        push.enqueue(&self.scope, task, &event).await;
+    }
+
+    /// Persists `task` after a status change, with the deliveries of its
+    /// event in the same store write when it has push configs, then
+    /// broadcasts the event. Nothing is broadcast if the store refuses.
+    pub async fn save_and_emit(
+        &self,
+        task: &v1::Task,
+        update: impl FnOnce() -> v1::stream_response::Payload,
+    ) -> Result<(), StoreError> {
+        let Some(push) = self.armed_push() else {
+            self.store.save(&self.scope, task).await?;
+            self.publish(update);
+            return Ok(());
+        };
+        let event = v1::StreamResponse {
+            payload: Some(update()),
+        };
+        let items = push.deliveries(&self.scope, task, &event).await;
+        self.store
+            .save_with_deliveries(&self.scope, task, items)
+            .await?;
+        self.broadcast(&event);
+        push.recorded(&self.scope, task);
+        Ok(())
+    }
+
+    fn armed_push(&self) -> Option<&PushNotifier> {
+        self.push
+            .as_ref()
+            .filter(|p| p.is_armed(&self.scope, &self.id))
+    }
+
+    fn broadcast(&self, event: &v1::StreamResponse) {
+        if let Some(tx) = self.tx.get()
+            && tx.receiver_count() > 0
+        {
+            let _ = tx.send(Arc::new(event.clone()));
         }
     }
 
@@ -128,6 +198,8 @@ impl LiveTask {
 #[derive(Debug, Default)]
 pub(crate) struct LiveTasks {
     map: Mutex<HashMap<String, Arc<LiveTask>>>,
+    /// Given to every task made live.
+    pub push: Option<PushNotifier>,
 }
 
 /// A subscription taken under the registry lock: the task and a receiver
@@ -151,7 +223,7 @@ impl LiveTasks {
         store: Arc<dyn TaskStore>,
         subscribe: bool,
     ) -> Attached {
-        let live = Arc::new(LiveTask::new(scope, task, false, store));
+        let live = Arc::new(LiveTask::new(scope, task, false, store, self.push.clone()));
         let rx = subscribe.then(|| live.subscribe());
         self.lock().insert(live.id.clone(), live.clone());
         Attached { live, rx }
@@ -178,7 +250,15 @@ impl LiveTasks {
         // Someone may have made it live meanwhile: use theirs.
         let live = map
             .entry(id.to_owned())
-            .or_insert_with(|| Arc::new(LiveTask::new(scope.clone(), task, true, store.clone())))
+            .or_insert_with(|| {
+                Arc::new(LiveTask::new(
+                    scope.clone(),
+                    task,
+                    true,
+                    store.clone(),
+                    self.push.clone(),
+                ))
+            })
             .clone();
         if live.scope != *scope {
             return Err(A2aError::task_not_found(id));

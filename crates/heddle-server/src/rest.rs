@@ -182,6 +182,9 @@ async fn run(inc: Incoming, call: Result<Call, A2aError>) -> Response {
         ),
         Ok(Reply::Tasks(t)) => json(StatusCode::OK, &t),
         Ok(Reply::Card(c)) => json(StatusCode::OK, &c),
+        Ok(Reply::PushConfig(c)) => json(StatusCode::OK, &c),
+        Ok(Reply::PushConfigs(l)) => json(StatusCode::OK, &l),
+        Ok(Reply::Empty) => json(StatusCode::OK, &serde_json::json!({})),
     }
 }
 

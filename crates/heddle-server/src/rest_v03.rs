@@ -102,6 +102,19 @@ async fn run(
         Ok(Reply::Task(t)) => json(StatusCode::OK, &v03_proto::task_from_v1(&t)),
         Ok(Reply::Card(c)) => json(StatusCode::OK, &v03_proto::card_from_v1(&c)),
         Ok(Reply::Tasks(_)) => not_found(),
+        Ok(Reply::PushConfig(c)) => json(StatusCode::OK, &v03_proto::push_config_from_v1(&c)),
+        Ok(Reply::PushConfigs(l)) => json(
+            StatusCode::OK,
+            &pb::ListTaskPushNotificationConfigResponse {
+                configs: l
+                    .configs
+                    .iter()
+                    .map(v03_proto::push_config_from_v1)
+                    .collect(),
+                next_page_token: l.next_page_token,
+            },
+        ),
+        Ok(Reply::Empty) => json(StatusCode::OK, &serde_json::json!({})),
     }
 }
 
@@ -227,10 +240,7 @@ async fn task_route(
         // Push configs: three body forms are in circulation (WIRE-NOTES §5);
         // the handler answers per the agent's capability before reading them.
         (&HttpMethod::POST, TaskRoute::Configs(task_id)) => {
-            Ok(Call::CreatePushConfig(v1::TaskPushNotificationConfig {
-                task_id: task_id.to_owned(),
-                ..Default::default()
-            }))
+            crate::rest_v03_push::create_call(&body, task_id).map(Call::CreatePushConfig)
         }
         (&HttpMethod::GET, TaskRoute::Configs(task_id)) => Ok(Call::ListPushConfigs(
             v1::ListTaskPushNotificationConfigsRequest {

@@ -15,10 +15,13 @@
 
 mod memory;
 mod page;
+mod push;
 mod sqlite;
+mod sqlite_push;
 
 pub use memory::{MemoryLimits, MemoryStore};
 pub use page::{PageToken, sort_key};
+pub use push::{Delivery, DeliveryOutcome, NewDelivery, PushConfigRecord, PushStore};
 pub use sqlite::{SqliteOptions, SqliteStore};
 
 use async_trait::async_trait;
@@ -88,7 +91,7 @@ pub enum StoreError {
 
 /// Task persistence. Implementations must be safe to share across threads.
 #[async_trait]
-pub trait TaskStore: Send + Sync + 'static {
+pub trait TaskStore: PushStore + Send + Sync + 'static {
     /// The task with `task_id` in `scope`, if any.
     async fn load(&self, scope: &Scope, task_id: &str) -> Result<Option<v1::Task>, StoreError>;
 
@@ -103,6 +106,19 @@ pub trait TaskStore: Send + Sync + 'static {
     /// becomes FAILED with an agent status message saying `reason`. Returns
     /// how many were failed.
     async fn fail_interrupted(&self, reason: &str) -> Result<u64, StoreError>;
+
+    /// Saves `task` and records `deliveries` of the event that changed it in
+    /// one step, so a crash keeps both or neither (SQLite: one transaction).
+    /// The default saves, then records.
+    async fn save_with_deliveries(
+        &self,
+        scope: &Scope,
+        task: &v1::Task,
+        deliveries: Vec<NewDelivery>,
+    ) -> Result<(), StoreError> {
+        self.save(scope, task).await?;
+        self.enqueue_deliveries(deliveries).await
+    }
 }
 
 /// The behaviour every store must share, run against each store by its own

@@ -43,6 +43,7 @@ impl Default for MemoryLimits {
 pub struct MemoryStore {
     limits: MemoryLimits,
     inner: Mutex<Inner>,
+    pub(crate) push: crate::push::MemoryPush,
 }
 
 #[derive(Debug, Default)]
@@ -56,6 +57,8 @@ struct Inner {
     terminal: usize,
     /// Source of queue generations.
     next_gen: u64,
+    /// Tasks evicted since the last drain, whose push configs go with them.
+    evicted: Vec<(String, String)>,
 }
 
 #[derive(Debug)]
@@ -84,6 +87,7 @@ impl MemoryStore {
         Self {
             limits,
             inner: Mutex::default(),
+            push: Default::default(),
         }
     }
 
@@ -176,6 +180,7 @@ impl Inner {
     }
 
     fn remove(&mut self, agent: &str, id: &str) {
+        self.evicted.push((agent.to_owned(), id.to_owned()));
         if let Some(tasks) = self.agents.get_mut(agent) {
             tasks.remove(id);
             if tasks.is_empty() {
@@ -275,6 +280,9 @@ impl TaskStore for MemoryStore {
         }
         inner.track(&scope.agent, &task.id, is_terminal(task), now);
         inner.evict(&self.limits, now);
+        let evicted = std::mem::take(&mut inner.evicted);
+        drop(inner);
+        self.push.forget(&evicted);
         Ok(())
     }
 
@@ -318,6 +326,9 @@ impl TaskStore for MemoryStore {
             inner.track(agent, id, true, now);
         }
         inner.evict(&self.limits, now);
+        let evicted = std::mem::take(&mut inner.evicted);
+        drop(inner);
+        self.push.forget(&evicted);
         Ok(failed.len() as u64)
     }
 }

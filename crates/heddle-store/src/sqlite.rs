@@ -54,6 +54,8 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX tasks_by_context ON tasks (agent, owner, context_id, status_ms DESC, id DESC);
     CREATE INDEX tasks_by_state ON tasks (agent, owner, state, status_ms DESC, id DESC);
     CREATE INDEX tasks_running ON tasks (state) WHERE state IN (1, 2);",
+    // 2: push notification configs and the delivery outbox (crate::sqlite_push).
+    crate::sqlite_push::MIGRATION,
 ];
 
 /// How long a connection waits on a lock held by another connection (e.g. a
@@ -150,11 +152,20 @@ enum WriteOp {
         reason: String,
         reply: oneshot::Sender<Result<u64, StoreError>>,
     },
+    /// Any other write, run in the committer's transaction.
+    Exec {
+        f: ExecFn,
+        reply: oneshot::Sender<Result<u64, StoreError>>,
+    },
     /// Parks the committer until the sender is dropped or signals, so a test
     /// can queue many saves and see them committed together.
     #[cfg(test)]
     Hold(mpsc::Receiver<()>),
 }
+
+/// A write run by the writer thread inside its transaction.
+pub(crate) type ExecFn =
+    Box<dyn FnOnce(&rusqlite::Transaction<'_>) -> Result<u64, StoreError> + Send>;
 
 /// A task as the `tasks` table stores it.
 struct TaskRow {
@@ -167,7 +178,7 @@ struct TaskRow {
     body: Vec<u8>,
 }
 
-fn db(e: rusqlite::Error) -> StoreError {
+pub(crate) fn db(e: rusqlite::Error) -> StoreError {
     StoreError::Database(e.to_string())
 }
 
@@ -215,6 +226,24 @@ impl SqliteStore {
     /// [`open`](Self::open) with default options.
     pub fn open_path(path: impl Into<PathBuf>) -> Result<Self, StoreError> {
         Self::open(SqliteOptions::new(path))
+    }
+
+    /// Runs `f` in the next transaction and waits for the commit.
+    pub(crate) async fn exec(
+        &self,
+        f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<u64, StoreError> + Send + 'static,
+    ) -> Result<u64, StoreError> {
+        let f: ExecFn = Box::new(f);
+        self.write(|reply| WriteOp::Exec { f, reply }).await
+    }
+
+    /// Runs `f` on a pooled read-only connection.
+    pub(crate) async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        self.readers.with(f).await
     }
 
     /// Queues `op` for the committer and waits for its answer.
@@ -527,6 +556,7 @@ impl Writer {
                 WriteOp::FailInterrupted { reason, reply } => {
                     ops.push((Op::FailInterrupted(reason), reply));
                 }
+                WriteOp::Exec { f, reply } => ops.push((Op::Exec(f), reply)),
                 #[cfg(test)]
                 WriteOp::Hold(release) => {
                     let _ = release.recv();
@@ -561,6 +591,7 @@ impl Writer {
             let result = match op {
                 Op::Save(row) => save_row(&tx, &row),
                 Op::FailInterrupted(reason) => fail_rows(&tx, &reason),
+                Op::Exec(f) => f(&tx),
             };
             // Some errors (disk full, I/O) make SQLite roll back the whole
             // transaction; later statements would then autocommit one by
@@ -600,6 +631,7 @@ impl Writer {
 enum Op {
     Save(TaskRow),
     FailInterrupted(String),
+    Exec(ExecFn),
 }
 
 fn save_row(conn: &Connection, row: &TaskRow) -> Result<u64, StoreError> {
@@ -838,6 +870,18 @@ fn run_list(conn: &mut Connection, sql: &ListSql, size: usize) -> Result<ListPag
     })
 }
 
+fn task_row(scope: &Scope, task: &v1::Task) -> TaskRow {
+    TaskRow {
+        agent: scope.agent.clone(),
+        id: task.id.clone(),
+        owner: scope.owner.clone(),
+        context_id: task.context_id.clone(),
+        state: task.status.as_ref().map_or(0, |s| s.state),
+        status_ms: status_ms(task),
+        body: task.encode_to_vec(),
+    }
+}
+
 #[async_trait]
 impl TaskStore for SqliteStore {
     async fn load(&self, scope: &Scope, task_id: &str) -> Result<Option<v1::Task>, StoreError> {
@@ -859,16 +903,27 @@ impl TaskStore for SqliteStore {
     }
 
     async fn save(&self, scope: &Scope, task: &v1::Task) -> Result<(), StoreError> {
-        let row = TaskRow {
-            agent: scope.agent.clone(),
-            id: task.id.clone(),
-            owner: scope.owner.clone(),
-            context_id: task.context_id.clone(),
-            state: task.status.as_ref().map_or(0, |s| s.state),
-            status_ms: status_ms(task),
-            body: task.encode_to_vec(),
-        };
+        let row = task_row(scope, task);
         self.write(|reply| WriteOp::Save { row, reply }).await?;
+        Ok(())
+    }
+
+    async fn save_with_deliveries(
+        &self,
+        scope: &Scope,
+        task: &v1::Task,
+        deliveries: Vec<crate::NewDelivery>,
+    ) -> Result<(), StoreError> {
+        if deliveries.is_empty() {
+            return self.save(scope, task).await;
+        }
+        let row = task_row(scope, task);
+        self.exec(move |tx| {
+            let saved = save_row(tx, &row)?;
+            crate::sqlite_push::insert_deliveries(tx, &deliveries)?;
+            Ok(saved)
+        })
+        .await?;
         Ok(())
     }
 

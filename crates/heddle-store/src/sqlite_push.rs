@@ -1,0 +1,353 @@
+//! [`PushStore`] for [`SqliteStore`]: two tables beside `tasks`.
+//!
+//! * `push_configs`: one row per (agent, task, config id), owned like tasks.
+//!   The config is protobuf bytes.
+//! * `push_outbox`: one row per delivery, `seq` its recording order; `state`
+//!   is 0 pending, 2 dead (delivered rows are deleted). Writes go through the
+//!   writer thread, so a delivery is committed before the worker can see it.
+
+use async_trait::async_trait;
+use heddle_core::v1;
+use prost::Message as _;
+use rusqlite::{OptionalExtension as _, Row, params};
+
+use crate::sqlite::db;
+use crate::{
+    Delivery, DeliveryOutcome, NewDelivery, PushConfigRecord, PushStore, Scope, SqliteStore,
+    StoreError,
+};
+
+/// Schema migration 2 (see `sqlite::MIGRATIONS`).
+pub(crate) const MIGRATION: &str = "CREATE TABLE push_configs (
+        agent     TEXT    NOT NULL,
+        task_id   TEXT    NOT NULL,
+        id        TEXT    NOT NULL,
+        owner     TEXT    NOT NULL,
+        version   TEXT    NOT NULL,
+        created   INTEGER NOT NULL,
+        body      BLOB    NOT NULL,
+        PRIMARY KEY (agent, task_id, id)
+    ) WITHOUT ROWID;
+    CREATE TABLE push_outbox (
+        seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+        id         TEXT    NOT NULL,
+        agent      TEXT    NOT NULL,
+        owner      TEXT    NOT NULL,
+        task_id    TEXT    NOT NULL,
+        version    TEXT    NOT NULL,
+        target     BLOB    NOT NULL,
+        content_type TEXT  NOT NULL,
+        body       BLOB    NOT NULL,
+        state      INTEGER NOT NULL DEFAULT 0,
+        attempts   INTEGER NOT NULL DEFAULT 0,
+        next_ms    INTEGER NOT NULL DEFAULT 0,
+        last_error TEXT    NOT NULL DEFAULT ''
+    );
+    CREATE INDEX push_outbox_by_state ON push_outbox (state, seq);";
+
+const PENDING: i64 = 0;
+const DEAD: i64 = 2;
+
+fn decode_config(body: &[u8]) -> Result<v1::TaskPushNotificationConfig, StoreError> {
+    v1::TaskPushNotificationConfig::decode(body)
+        .map_err(|e| StoreError::Corrupt("push config".into(), e.to_string()))
+}
+
+fn config_row(row: &Row<'_>) -> Result<PushConfigRecord, StoreError> {
+    let version: String = row.get(0).map_err(db)?;
+    let body: Vec<u8> = row.get(1).map_err(db)?;
+    Ok(PushConfigRecord {
+        config: decode_config(&body)?,
+        version,
+    })
+}
+
+fn delivery_row(row: &Row<'_>) -> Result<Delivery, StoreError> {
+    let target: Vec<u8> = row.get(6).map_err(db)?;
+    Ok(Delivery {
+        seq: row.get(0).map_err(db)?,
+        item: NewDelivery {
+            id: row.get(1).map_err(db)?,
+            scope: Scope::new(
+                row.get::<_, String>(2).map_err(db)?,
+                row.get::<_, String>(3).map_err(db)?,
+            ),
+            task_id: row.get(4).map_err(db)?,
+            target: PushConfigRecord {
+                config: decode_config(&target)?,
+                version: row.get(5).map_err(db)?,
+            },
+            content_type: row.get(7).map_err(db)?,
+            body: row.get(8).map_err(db)?,
+        },
+        attempts: row.get(9).map_err(db)?,
+        next_attempt_ms: row.get(10).map_err(db)?,
+        last_error: row.get(11).map_err(db)?,
+    })
+}
+
+const DELIVERY_COLUMNS: &str = "seq, id, agent, owner, task_id, version, target, content_type, body, attempts, next_ms, last_error";
+
+impl SqliteStore {
+    async fn deliveries(&self, state: i64, limit: usize) -> Result<Vec<Delivery>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read(move |conn| {
+            let sql = format!(
+                "SELECT {DELIVERY_COLUMNS} FROM push_outbox WHERE state = ?1 ORDER BY seq LIMIT ?2"
+            );
+            let mut stmt = conn.prepare_cached(&sql).map_err(db)?;
+            let mut rows = stmt.query(params![state, limit]).map_err(db)?;
+            let mut out = Vec::new();
+            while let Some(row) = rows.next().map_err(db)? {
+                out.push(delivery_row(row)?);
+            }
+            Ok(out)
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl PushStore for SqliteStore {
+    async fn put_push_config(
+        &self,
+        scope: &Scope,
+        record: &PushConfigRecord,
+    ) -> Result<(), StoreError> {
+        let (agent, owner) = (scope.agent.clone(), scope.owner.clone());
+        let (task_id, id) = (record.config.task_id.clone(), record.config.id.clone());
+        let version = record.version.clone();
+        let body = record.config.encode_to_vec();
+        let now = now_ms();
+        self.exec(move |tx| {
+            // Another owner's row matches the conflict but not the WHERE: untouched.
+            tx.prepare_cached(
+                "INSERT INTO push_configs (agent, task_id, id, owner, version, created, body)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 ON CONFLICT (agent, task_id, id) DO UPDATE SET
+                    version = excluded.version, body = excluded.body
+                 WHERE push_configs.owner = excluded.owner",
+            )
+            .and_then(|mut s| s.execute(params![agent, task_id, id, owner, version, now, body]))
+            .map(|n| n as u64)
+            .map_err(db)
+        })
+        .await?;
+        Ok(())
+    }
+
+    async fn get_push_config(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        id: &str,
+    ) -> Result<Option<PushConfigRecord>, StoreError> {
+        let (agent, owner) = (scope.agent.clone(), scope.owner.clone());
+        let (task_id, id) = (task_id.to_owned(), id.to_owned());
+        self.read(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT version, body FROM push_configs
+                     WHERE agent = ?1 AND task_id = ?2 AND id = ?3 AND owner = ?4",
+                )
+                .map_err(db)?;
+            let row = stmt
+                .query_row(params![agent, task_id, id, owner], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
+                })
+                .optional()
+                .map_err(db)?;
+            row.map(|(version, body)| {
+                Ok(PushConfigRecord {
+                    config: decode_config(&body)?,
+                    version,
+                })
+            })
+            .transpose()
+        })
+        .await
+    }
+
+    async fn list_push_configs(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+    ) -> Result<Vec<PushConfigRecord>, StoreError> {
+        let (agent, owner, task_id) =
+            (scope.agent.clone(), scope.owner.clone(), task_id.to_owned());
+        self.read(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT version, body FROM push_configs
+                     WHERE agent = ?1 AND task_id = ?2 AND owner = ?3 ORDER BY created, id",
+                )
+                .map_err(db)?;
+            let mut rows = stmt.query(params![agent, task_id, owner]).map_err(db)?;
+            let mut out = Vec::new();
+            while let Some(row) = rows.next().map_err(db)? {
+                out.push(config_row(row)?);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn delete_push_config(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        id: &str,
+    ) -> Result<bool, StoreError> {
+        let (agent, owner) = (scope.agent.clone(), scope.owner.clone());
+        let (task_id, id) = (task_id.to_owned(), id.to_owned());
+        let n = self
+            .exec(move |tx| {
+                tx.prepare_cached(
+                    "DELETE FROM push_configs WHERE agent = ?1 AND task_id = ?2 AND id = ?3 AND owner = ?4",
+                )
+                .and_then(|mut s| s.execute(params![agent, task_id, id, owner]))
+                .map(|n| n as u64)
+                .map_err(db)
+            })
+            .await?;
+        Ok(n > 0)
+    }
+
+    async fn push_tasks(&self) -> Result<Vec<(Scope, String)>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare_cached("SELECT DISTINCT agent, owner, task_id FROM push_configs")
+                .map_err(db)?;
+            let mut rows = stmt.query([]).map_err(db)?;
+            let mut out = Vec::new();
+            while let Some(row) = rows.next().map_err(db)? {
+                let agent: String = row.get(0).map_err(db)?;
+                let owner: String = row.get(1).map_err(db)?;
+                out.push((Scope::new(agent, owner), row.get(2).map_err(db)?));
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn enqueue_deliveries(&self, items: Vec<NewDelivery>) -> Result<(), StoreError> {
+        if items.is_empty() {
+            return Ok(());
+        }
+        self.exec(move |tx| insert_deliveries(tx, &items)).await?;
+        Ok(())
+    }
+
+    async fn pending_deliveries(&self, limit: usize) -> Result<Vec<Delivery>, StoreError> {
+        self.deliveries(PENDING, limit).await
+    }
+
+    async fn finish_delivery(&self, seq: i64, outcome: DeliveryOutcome) -> Result<(), StoreError> {
+        self.exec(move |tx| {
+            let n = match outcome {
+                DeliveryOutcome::Delivered => tx
+                    .prepare_cached("DELETE FROM push_outbox WHERE seq = ?1")
+                    .and_then(|mut s| s.execute(params![seq])),
+                DeliveryOutcome::Retry {
+                    attempts,
+                    next_attempt_ms,
+                    error,
+                } => tx
+                    .prepare_cached(
+                        "UPDATE push_outbox SET attempts = ?2, next_ms = ?3, last_error = ?4 WHERE seq = ?1",
+                    )
+                    .and_then(|mut s| s.execute(params![seq, attempts, next_attempt_ms, error])),
+                DeliveryOutcome::Dead { attempts, error } => tx
+                    .prepare_cached(
+                        "UPDATE push_outbox SET state = ?2, attempts = ?3, last_error = ?4 WHERE seq = ?1",
+                    )
+                    .and_then(|mut s| s.execute(params![seq, DEAD, attempts, error])),
+            };
+            n.map(|n| n as u64).map_err(db)
+        })
+        .await?;
+        Ok(())
+    }
+
+    async fn dead_deliveries(&self, limit: usize) -> Result<Vec<Delivery>, StoreError> {
+        self.deliveries(DEAD, limit).await
+    }
+}
+
+/// Records deliveries in the outbox inside the writer's transaction.
+pub(crate) fn insert_deliveries(
+    tx: &rusqlite::Transaction<'_>,
+    items: &[NewDelivery],
+) -> Result<u64, StoreError> {
+    let mut stmt = tx
+        .prepare_cached(
+            "INSERT INTO push_outbox (id, agent, owner, task_id, version, target, content_type, body)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )
+        .map_err(db)?;
+    for d in items {
+        stmt.execute(params![
+            d.id,
+            d.scope.agent,
+            d.scope.owner,
+            d.task_id,
+            d.target.version,
+            d.target.config.encode_to_vec(),
+            d.content_type,
+            d.body
+        ])
+        .map_err(db)?;
+    }
+    Ok(items.len() as u64)
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a test should fail loudly
+mod tests {
+    use super::*;
+    use crate::push::tests::push_contract;
+
+    #[tokio::test]
+    async fn sqlite_push_contract() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open_path(dir.path().join("tasks.db")).unwrap();
+        push_contract(&store).await;
+    }
+
+    #[tokio::test]
+    async fn pending_deliveries_survive_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tasks.db");
+        let scope = Scope::new("agent", "alice");
+        let item = NewDelivery {
+            id: "d1".into(),
+            scope: scope.clone(),
+            task_id: "t1".into(),
+            target: PushConfigRecord {
+                config: v1::TaskPushNotificationConfig {
+                    task_id: "t1".into(),
+                    id: "c1".into(),
+                    url: "https://example.com/".into(),
+                    ..Default::default()
+                },
+                version: "0.3".into(),
+            },
+            content_type: "application/json".into(),
+            body: b"{}".to_vec(),
+        };
+        {
+            let store = SqliteStore::open_path(&path).unwrap();
+            store.enqueue_deliveries(vec![item.clone()]).await.unwrap();
+        }
+        let store = SqliteStore::open_path(&path).unwrap();
+        let pending = store.pending_deliveries(10).await.unwrap();
+        assert_eq!(pending.len(), 1);
+        assert_eq!(pending[0].item, item);
+    }
+}
