@@ -5,7 +5,10 @@ use std::{net::SocketAddr, path::PathBuf, sync::Arc};
 use anyhow::{Context, bail};
 use axum::serve::ListenerExt as _;
 use clap::Args;
-use heddle_hub::{Bindings, Hub, agents::with_demo_agents};
+use heddle_hub::{
+    Bindings, Hub,
+    agents::{WriterStream, with_demo_agents_using},
+};
 use heddle_server::Limits;
 use heddle_store::{MemoryStore, SqliteStore, TaskStore};
 
@@ -39,6 +42,10 @@ pub struct ServeArgs {
     /// Address of the gRPC listener (every agent behind it, told apart by tenant = agent id).
     #[arg(long, default_value = "127.0.0.1:50051")]
     grpc_listen: SocketAddr,
+    /// Pause of the `writer-stream` agent before each chunk, in milliseconds
+    /// (the benchmarks use 0, and a long pause to hold streams open).
+    #[arg(long, default_value_t = 150)]
+    writer_stream_pause_ms: u64,
 }
 
 fn bindings(names: &[String]) -> anyhow::Result<Bindings> {
@@ -135,7 +142,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(addr) = grpc_addr {
         builder = builder.grpc_url(addr.to_string());
     }
-    let hub = with_demo_agents(builder)
+    let writer_stream = WriterStream {
+        pause: std::time::Duration::from_millis(args.writer_stream_pause_ms),
+    };
+    let hub = with_demo_agents_using(builder, writer_stream)
         .default_agent(&args.default_agent)
         .build()
         .await;
