@@ -381,12 +381,13 @@ async fn hold(target: Target, body: Bytes, streams: usize, secs: f64) {
         })
         .collect();
     drop(opened_tx);
+    // Every stream reports once (open or failed) and keeps its sender while held.
     let (mut open, mut failed) = (0u64, 0u64);
-    while let Some(ok) = opened_rx.recv().await {
-        if ok {
-            open += 1;
-        } else {
-            failed += 1;
+    for _ in 0..streams {
+        match opened_rx.recv().await {
+            Some(true) => open += 1,
+            Some(false) => failed += 1,
+            None => break,
         }
     }
     let line = serde_json::json!({
