@@ -208,8 +208,9 @@ async fn connection(
         match sender.send_request(req).await {
             Ok(resp) => {
                 let ok = resp.status().is_success();
-                if resp.into_body().collect().await.is_err() || !ok {
-                    errors += 1;
+                match resp.into_body().collect().await.map(|b| b.to_bytes()) {
+                    Ok(body) if ok && !is_error_answer(&body) => {}
+                    _ => errors += 1,
                 }
             }
             Err(_) => return (lat, errors + 1),
@@ -240,6 +241,14 @@ fn count_events(chunk: &[u8], at_line_start: &mut bool) -> u64 {
         }
     }
     events
+}
+
+/// Whether an answer (or a chunk of a stream) carries a JSON-RPC error: those
+/// come with HTTP 200, so the status alone does not tell. None of the
+/// benchmark's texts contains the marker.
+fn is_error_answer(body: &[u8]) -> bool {
+    const MARKER: &[u8] = br#""error":"#;
+    body.windows(MARKER.len()).any(|w| w == MARKER)
 }
 
 fn stream_request(target: &Target, body: Bytes) -> Option<Request<Full<Bytes>>> {
@@ -287,19 +296,20 @@ async fn sse_connection(
         };
         let ok = resp.status().is_success();
         let mut body = resp.into_body();
-        let (mut events, mut at_line_start) = (0, false);
+        let (mut events, mut at_line_start, mut failed) = (0, false, false);
         loop {
             match body.frame().await {
                 Some(Ok(frame)) => {
                     if let Some(data) = frame.data_ref() {
                         events += count_events(data, &mut at_line_start);
+                        failed |= is_error_answer(data);
                     }
                 }
                 Some(Err(_)) => return (lat, errors + 1),
                 None => break,
             }
         }
-        if !ok || events == 0 {
+        if !ok || failed || events == 0 {
             errors += 1;
         }
         if start >= warm {
@@ -546,6 +556,16 @@ mod tests {
     fn count_events_ignores_a_leading_blank_line_and_an_unterminated_event() {
         let mut at = false;
         assert_eq!(count_events(b"\ndata: x\n", &mut at), 0);
+    }
+
+    #[test]
+    fn a_json_rpc_error_answer_is_an_error() {
+        assert!(is_error_answer(
+            br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"Task not found"}}"#
+        ));
+        assert!(!is_error_answer(
+            br#"{"jsonrpc":"2.0","id":1,"result":{"task":{"id":"t"}}}"#
+        ));
     }
 
     #[test]
