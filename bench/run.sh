@@ -1,23 +1,57 @@
 #!/usr/bin/env bash
-# Heddle's SendMessage benchmark (JSON-RPC, REST, gRPC), side by side with the bare-hyper floor, in one run.
+# Heddle's benchmark suite, in one run: Heddle (release), the official Python SDK (a2a-sdk, uvicorn,
+# one worker), the official JS SDK (@a2a-js/sdk, express), the official Rust SDK (a2a-lf +
+# a2a-server-lf, bench/other-rust) and the bare hyper + serde_json floor (bench/floor), side by side.
 #
-#   bench/run.sh            # ROUNDS=3 SECS=5 by default; MILLION=0 skips the 1M-request memory run;
-#                           # CELLS="floor memory" runs only those cells
+#   bench/run.sh
 #
-# Every server is pinned to one core (SERVER_CPU, default 0), the load
-# generator to another (LOAD_CPU, default 1). Scenarios run interleaved,
-# ROUNDS times, and the table reports medians, because a shared VM is noisy.
-# Writes bench/results/<date>-send.md and prints it.
+# Knobs (environment):
+#   ROUNDS=3 SECS=3        interleaved rounds, seconds per cell (plus a 1 s warm-up); medians reported
+#   SCENARIOS="unary rest grpc stream get"   which throughput scenarios run
+#   SERVERS="floor heddle sqlite other python js"   which servers run them
+#   CONNS="1 16 64"        connections for unary JSON-RPC (REST, gRPC and GetTask use 16 and 64)
+#   STREAMS=64             concurrent SSE streams in the streaming scenario
+#   MILLION=1              the 1M-send memory run (0 skips it)
+#   IDLE_STREAMS=10000     idle SSE streams held open for the memory figure (0 skips it)
+#   SERVER_CPU=0 LOAD_CPU=1   the core every server is pinned to, and the load generator's
+#   NOTE="..."             a line added to the results (e.g. that the machine was loaded)
+#
+# Every server runs pinned to SERVER_CPU, the load generator (bench/loadgen) to LOAD_CPU. Each
+# scenario runs every server in turn, ROUNDS times over, and the table reports medians, because a
+# shared VM is noisy. Writes bench/results/<date>-suite.md and prints it. About 12 minutes with the
+# defaults on a 2-core VM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
-SECS=${SECS:-5}
+SECS=${SECS:-3}
+SCENARIOS=${SCENARIOS:-unary rest grpc stream get}
+SERVERS=${SERVERS:-floor heddle sqlite other python js}
+CONNS=${CONNS:-1 16 64}
+STREAMS=${STREAMS:-64}
+MILLION=${MILLION:-1}
+IDLE_STREAMS=${IDLE_STREAMS:-10000}
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
-MILLION=${MILLION:-1}
+NOTE=${NOTE:-}
 
+has() { [[ " $SERVERS " == *" $1 "* ]]; }
+# Each held stream is a socket on both sides.
+ulimit -n "$(ulimit -Hn)"
+if [ "$IDLE_STREAMS" -gt 0 ] && [ "$(ulimit -n)" -lt $((IDLE_STREAMS + 1000)) ]; then
+  echo "ulimit -n is $(ulimit -n): too low for IDLE_STREAMS=$IDLE_STREAMS" >&2
+  exit 1
+fi
+
+echo "building (release)..." >&2
 cargo build --release -q -p heddle -p heddle-bench-floor -p heddle-bench-loadgen
+if has other; then
+  cargo build --release -q --manifest-path bench/other-rust/Cargo.toml
+fi
+if has python || has js; then
+  tests/interop/setup.sh >&2
+fi
 R=target/release
+LOADGEN=$R/heddle-bench-loadgen
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
@@ -28,93 +62,171 @@ start() { # name port cmd...
   taskset -c "$SERVER_CPU" "$@" >"$work/$name.log" 2>&1 &
   pids+=($!)
   eval "pid_$name=$!"
-  for _ in $(seq 100); do (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return; sleep 0.1; done
+  for _ in $(seq 300); do (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return; sleep 0.1; done
   echo "$name did not start" >&2; cat "$work/$name.log" >&2; exit 1
+}
+stop() { # name
+  local pid_var="pid_$1"
+  kill "${!pid_var}" 2>/dev/null || true
+  wait "${!pid_var}" 2>/dev/null || true
 }
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # user + system, in clock ticks
+idle_rss=()
 
-start floor 19090 $R/heddle-bench-floor 127.0.0.1:19090
-start memory 19191 $R/heddle serve --store memory --listen 127.0.0.1:19191 --grpc-listen 127.0.0.1:19291
-start sqlite 19192 $R/heddle serve --store "sqlite:$work/bench.db" --listen 127.0.0.1:19192 --grpc-listen 127.0.0.1:0
+has floor && start floor 19090 $R/heddle-bench-floor 127.0.0.1:19090
+has heddle && start heddle 19191 $R/heddle serve --store memory --listen 127.0.0.1:19191 \
+  --grpc-listen 127.0.0.1:19291 --writer-stream-pause-ms 0
+has sqlite && start sqlite 19192 $R/heddle serve --store "sqlite:$work/bench.db" \
+  --listen 127.0.0.1:19192 --grpc-listen 127.0.0.1:0 --writer-stream-pause-ms 0
+has other && start other 19193 bench/other-rust/target/release/heddle-bench-other-rust 127.0.0.1:19193
+has python && start python 19194 tests/interop/.venv/bin/python \
+  tests/interop/servers/python_bench_server.py 19194 19294
+has js && start js 19195 node tests/interop/servers/js_bench_server.mjs 19195 19295
+sleep 1
+for s in $SERVERS; do
+  pid_var="pid_$s"
+  idle_rss+=("\"$s\":$(rss_kb "${!pid_var}")")
+done
 
-# The REST body is the JSON-RPC request's params: the same message.
-echo '{"message":{"messageId":"bench-0001","role":"ROLE_USER","parts":[{"text":"Summarize the quarterly report in three short paragraphs."}]}}' >"$work/rest.json"
+# The bodies: SendMessage (the loadgen's default), its REST form, SendStreamingMessage, GetTask.
+text="Summarize the quarterly report in three short paragraphs."
+echo "{\"message\":{\"messageId\":\"bench-0001\",\"role\":\"ROLE_USER\",\"parts\":[{\"text\":\"$text\"}]}}" >"$work/rest.json"
+send() { # url -> the task id of a SendMessage answer
+  curl -sf -H 'Content-Type: application/json' -H 'A2A-Version: 1.0' \
+    -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"SendMessage\",\"params\":{\"message\":{\"messageId\":\"bench-get\",\"role\":\"ROLE_USER\",\"parts\":[{\"text\":\"$text\"}]}}}" "$1" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["result"]["task"]["id"])'
+}
 
-# cell name -> "server URL [BODY_FILE]"; the server's pid is charged for CPU.
+# cell "scenario/server" -> "URL [BODY_FILE]"; the server's pid is charged for CPU.
 declare -A cell=(
-  [floor]="floor http://127.0.0.1:19090/"
-  [memory]="memory http://127.0.0.1:19191/api/v1/agents/echo/a2a"
-  [rest]="memory http://127.0.0.1:19191/api/v1/agents/echo/rest/message:send $work/rest.json"
-  [grpc]="memory grpc://127.0.0.1:19291/echo"
-  [sqlite]="sqlite http://127.0.0.1:19192/api/v1/agents/echo/a2a"
+  [unary/floor]="http://127.0.0.1:19090/"
+  [unary/heddle]="http://127.0.0.1:19191/api/v1/agents/echo/a2a"
+  [unary/sqlite]="http://127.0.0.1:19192/api/v1/agents/echo/a2a"
+  [unary/other]="http://127.0.0.1:19193/echo"
+  [unary/python]="http://127.0.0.1:19194/echo/jsonrpc"
+  [unary/js]="http://127.0.0.1:19195/echo/jsonrpc"
+  [rest/heddle]="http://127.0.0.1:19191/api/v1/agents/echo/rest/message:send $work/rest.json"
+  [rest/other]="http://127.0.0.1:19193/echo/rest/message:send $work/rest.json"
+  [rest/python]="http://127.0.0.1:19194/echo/rest/message:send $work/rest.json"
+  [rest/js]="http://127.0.0.1:19195/echo/rest/message:send $work/rest.json"
+  [grpc/heddle]="grpc://127.0.0.1:19291/echo"
+  [grpc/python]="grpc://127.0.0.1:19294/echo"
+  [grpc/js]="grpc://127.0.0.1:19295/echo"
+  [stream/floor]="sse://127.0.0.1:19090/stream"
+  [stream/heddle]="sse://127.0.0.1:19191/api/v1/agents/writer-stream/a2a"
+  [stream/sqlite]="sse://127.0.0.1:19192/api/v1/agents/writer-stream/a2a"
+  [stream/other]="sse://127.0.0.1:19193/stream"
+  [stream/python]="sse://127.0.0.1:19194/stream/jsonrpc"
+  [stream/js]="sse://127.0.0.1:19195/stream/jsonrpc"
 )
-CELLS=${CELLS:-floor memory rest grpc sqlite}
+if [[ " $SCENARIOS " == *" get "* ]]; then
+  declare -A get_url=(
+    [floor]="http://127.0.0.1:19090/"
+    [heddle]="http://127.0.0.1:19191/api/v1/agents/echo/a2a"
+    [sqlite]="http://127.0.0.1:19192/api/v1/agents/echo/a2a"
+    [other]="http://127.0.0.1:19193/echo"
+    [python]="http://127.0.0.1:19194/echo/jsonrpc"
+    [js]="http://127.0.0.1:19195/echo/jsonrpc"
+  )
+  for s in $SERVERS; do
+    id=$(send "${get_url[$s]}")
+    echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"GetTask\",\"params\":{\"id\":\"$id\"}}" >"$work/get-$s.json"
+    cell[get/$s]="${get_url[$s]} $work/get-$s.json"
+  done
+fi
+conns_for() {
+  case $1 in
+    unary) echo "$CONNS" ;;
+    stream) echo "$STREAMS" ;;
+    *) echo "16 64" ;;
+  esac
+}
+
 for round in $(seq "$ROUNDS"); do
-  for c in 16 64; do
-    for s in $CELLS; do
-      read -r server target body <<<"${cell[$s]}"
-      pid_var="pid_$server"
-      before=$(cpu_ticks "${!pid_var}")
-      line=$(taskset -c "$LOAD_CPU" $R/heddle-bench-loadgen "$target" "$c" "$SECS" $body)
-      after=$(cpu_ticks "${!pid_var}")
-      echo "{\"server\":\"$s\",\"round\":$round,\"cpu_ticks\":$((after - before)),\"result\":$line}" | tee -a "$work/runs.jsonl" >&2
+  for scenario in $SCENARIOS; do
+    for c in $(conns_for "$scenario"); do
+      for s in $SERVERS; do
+        [ -n "${cell[$scenario/$s]:-}" ] || continue
+        read -r target body <<<"${cell[$scenario/$s]}"
+        pid_var="pid_$s"
+        before=$(cpu_ticks "${!pid_var}")
+        line=$(taskset -c "$LOAD_CPU" $LOADGEN "$target" "$c" "$SECS" $body)
+        after=$(cpu_ticks "${!pid_var}")
+        echo "{\"scenario\":\"$scenario\",\"server\":\"$s\",\"round\":$round,\"cpu_ticks\":$((after - before)),\"result\":$line}" |
+          tee -a "$work/runs.jsonl" >&2
+      done
     done
   done
 done
+final_rss=()
+for s in $SERVERS; do
+  pid_var="pid_$s"
+  final_rss+=("\"$s\":$(rss_kb "${!pid_var}")")
+  stop "$s"
+done
 
-mem_lines=""
+# Memory: Heddle alone, a fresh process each.
+mem="{}"
 if [ "$MILLION" = 1 ]; then
-  start mem1m 19193 $R/heddle serve --store memory --listen 127.0.0.1:19193 --grpc-listen 127.0.0.1:0
+  start mem1m 19196 $R/heddle serve --store memory --listen 127.0.0.1:19196 --grpc-listen 127.0.0.1:0
   idle=$(rss_kb "$pid_mem1m")
-  taskset -c "$LOAD_CPU" $R/heddle-bench-loadgen http://127.0.0.1:19193/api/v1/agents/echo/a2a 64 100000r >/dev/null
+  taskset -c "$LOAD_CPU" $LOADGEN http://127.0.0.1:19196/api/v1/agents/echo/a2a 64 100000r >/dev/null
   at100k=$(rss_kb "$pid_mem1m")
-  taskset -c "$LOAD_CPU" $R/heddle-bench-loadgen http://127.0.0.1:19193/api/v1/agents/echo/a2a 64 900000r >/dev/null
+  taskset -c "$LOAD_CPU" $LOADGEN http://127.0.0.1:19196/api/v1/agents/echo/a2a 64 900000r >/dev/null
   at1m=$(rss_kb "$pid_mem1m")
-  mem_lines="{\"idle_kb\":$idle,\"at100k_kb\":$at100k,\"at1m_kb\":$at1m}"
+  stop mem1m
+  mem=$(python3 -c 'import json,sys; print(json.dumps({"idle_kb": int(sys.argv[1]), "at100k_kb": int(sys.argv[2]), "at1m_kb": int(sys.argv[3])}))' "$idle" "$at100k" "$at1m")
+fi
+streams="{}"
+if [ "$IDLE_STREAMS" -gt 0 ]; then
+  # writer-stream with a ten-minute pause: each stream gets its task and WORKING, then waits.
+  start held 19197 $R/heddle serve --store memory --listen 127.0.0.1:19197 --grpc-listen 127.0.0.1:0 \
+    --max-streams $((IDLE_STREAMS + 100)) --writer-stream-pause-ms 600000
+  idle=$(rss_kb "$pid_held")
+  taskset -c "$LOAD_CPU" $LOADGEN hold://127.0.0.1:19197/api/v1/agents/writer-stream/a2a \
+    "$IDLE_STREAMS" 5 >"$work/hold.out" &
+  hold_pid=$!
+  until [ -s "$work/hold.out" ]; do sleep 0.5; done
+  sleep 2
+  held_rss=$(rss_kb "$pid_held")
+  wait "$hold_pid"
+  stop held
+  streams=$(python3 -c 'import json,sys; o=json.loads(sys.argv[1]); h=json.loads(sys.argv[2]); print(json.dumps({"idle_kb": int(sys.argv[3]), "held_kb": int(sys.argv[4]), **o, **h}))' \
+    "$(sed -n 1p "$work/hold.out")" "$(sed -n 2p "$work/hold.out")" "$idle" "$held_rss")
 fi
 
-mkdir -p bench/results
-out="bench/results/$(date -u +%Y-%m-%d)-send.md"
-python3 - "$work/runs.jsonl" "$mem_lines" "$ROUNDS" "$SECS" "$CELLS" >"$out" <<'PY'
-import json, os, statistics, sys, subprocess, platform, datetime
-runs = [json.loads(l) for l in open(sys.argv[1])]
-mem = json.loads(sys.argv[2]) if sys.argv[2] else None
-rounds, secs, cells = sys.argv[3], sys.argv[4], sys.argv[5].split()
-def med(server, c, key):
-    vals = [r["result"][key] for r in runs if r["server"] == server and r["result"]["connections"] == c]
-    return statistics.median(vals) if vals else 0
-tick_us = 1e6 / os.sysconf("SC_CLK_TCK")
-def cpu_per_req(server, c):
-    # Server CPU (user + system) per request, over the whole run including warm-up.
-    vals = [r["cpu_ticks"] * tick_us / max(1, r["result"]["requests"] * (1 + 1 / r["result"]["seconds"]))
-            for r in runs if r["server"] == server and r["result"]["connections"] == c]
-    return statistics.median(vals) if vals else 0
-cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-rustc = subprocess.run(["rustc", "--version"], capture_output=True, text=True).stdout.strip()
-commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-print(f"# SendMessage benchmark, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC\n")
-print(f"- commit {commit}, {rustc}, {platform.system()} {platform.release()}, {cpu}")
-print(f"- each server pinned to one core, load generator on another; {rounds} interleaved rounds of {secs} s per cell; medians")
-print("- request: SendMessage with one text part, `A2A-Version: 1.0`; Heddle's echo agent answers a COMPLETED task with the text as an artifact")
-print("- JSON-RPC and REST: HTTP/1.1 keep-alive connections; gRPC: that many concurrent streams over one HTTP/2 connection (`H2_CONNS`)\n")
-print("| server | connections | requests/s | × floor | p50 µs | p99 µs | p99 × floor | server CPU µs/request | CPU × floor |")
-print("|---|---|---|---|---|---|---|---|---|")
-names = {"floor": "bare hyper + serde_json (floor)", "memory": "heddle serve, JSON-RPC, memory store",
-         "rest": "heddle serve, REST, memory store", "grpc": "heddle serve, gRPC, memory store",
-         "sqlite": "heddle serve, JSON-RPC, SQLite store"}
-for c in (16, 64):
-    f_rps, f_p99, f_cpu = med("floor", c, "rps"), med("floor", c, "p99_us"), cpu_per_req("floor", c)
-    for s in cells:
-        rps, p50, p99, cpu = med(s, c, "rps"), med(s, c, "p50_us"), med(s, c, "p99_us"), cpu_per_req(s, c)
-        print(f"| {names[s]} | {c} | {rps:,.0f} | {rps / f_rps:.2f} | {p50:,.0f} | {p99:,.0f} | {p99 / f_p99:.2f} | {cpu:.1f} | {cpu / f_cpu:.2f} |")
-if "grpc" in cells and "memory" in cells:
-    for c in (16, 64):
-        m = med("memory", c, "rps")
-        print(f"\nAt {c}: gRPC {med('grpc', c, 'rps') / m:.2f}× JSON-RPC" + (f", REST {med('rest', c, 'rps') / m:.2f}× JSON-RPC" if "rest" in cells else "") + " (memory store).")
-if mem:
-    growth = (mem["at1m_kb"] - mem["at100k_kb"]) / mem["at100k_kb"] * 100
-    print(f"\nMemory, `heddle serve --store memory` (bounded: 10,000 finished tasks kept): idle {mem['idle_kb'] / 1024:.1f} MB, "
-          f"after 100k sends {mem['at100k_kb'] / 1024:.1f} MB, after 1M sends {mem['at1m_kb'] / 1024:.1f} MB ({growth:+.1f}% from 100k to 1M).")
+versions=$(
+  python3 - <<'PY'
+import json, re, subprocess
+def run(*cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "?"
+v = {"rustc": run("rustc", "--version"), "commit": run("git", "rev-parse", "--short", "HEAD")}
+v["python"] = run("tests/interop/.venv/bin/python", "--version")
+v["a2a-sdk"] = run("tests/interop/.venv/bin/python", "-c", "import importlib.metadata as m; print(m.version('a2a-sdk'))")
+v["node"] = run("node", "--version")
+try:
+    v["@a2a-js/sdk"] = json.load(open("tests/interop/node_modules/@a2a-js/sdk/package.json"))["version"]
+except OSError:
+    v["@a2a-js/sdk"] = "?"
+try:
+    lock = open("bench/other-rust/Cargo.lock").read()
+    for name in ("a2a-lf", "a2a-server-lf"):
+        m = re.search(r'name = "%s"\nversion = "([^"]+)"' % name, lock)
+        v[name] = m.group(1) if m else "?"
+except OSError:
+    pass
+print(json.dumps(v))
 PY
+)
+
+mkdir -p bench/results
+out="bench/results/$(date -u +%Y-%m-%d)-suite.md"
+python3 bench/report.py "$work/runs.jsonl" \
+  "{\"rounds\":$ROUNDS,\"secs\":$SECS,\"streams\":$STREAMS,\"note\":$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$NOTE"),
+    \"idle_rss_kb\":{$(IFS=,; echo "${idle_rss[*]}")},\"final_rss_kb\":{$(IFS=,; echo "${final_rss[*]}")},
+    \"million\":$mem,\"held\":$streams,\"versions\":$versions}" >"$out"
 cat "$out"

@@ -4,7 +4,10 @@ use std::{net::SocketAddr, path::PathBuf, sync::Arc};
 
 use anyhow::{Context, bail};
 use clap::Args;
-use heddle_hub::{Bindings, Hub, agents::with_demo_agents};
+use heddle_hub::{
+    Bindings, Hub,
+    agents::{WriterStream, with_demo_agents_using},
+};
 use heddle_server::Limits;
 use heddle_store::{MemoryStore, SqliteStore, TaskStore};
 
@@ -51,6 +54,10 @@ pub struct ServeArgs {
     security: crate::serve_tls::ServeSecurityArgs,
     #[command(flatten)]
     push: crate::webhook::PushArgs,
+    /// Pause of the `writer-stream` agent before each chunk, in milliseconds
+    /// (the benchmarks use 0, and a long pause to hold streams open).
+    #[arg(long, default_value_t = 150)]
+    writer_stream_pause_ms: u64,
 }
 
 fn bindings(names: &[String]) -> anyhow::Result<Bindings> {
@@ -187,7 +194,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(push) = args.push.options(&public_url)? {
         builder = builder.push(push);
     }
-    let hub = with_demo_agents(builder)
+    let writer_stream = WriterStream {
+        pause: std::time::Duration::from_millis(args.writer_stream_pause_ms),
+    };
+    let hub = with_demo_agents_using(builder, writer_stream)
         .default_agent(&args.default_agent)
         .try_build()
         .await?;

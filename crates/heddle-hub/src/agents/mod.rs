@@ -14,12 +14,19 @@ use std::sync::Arc;
 
 pub use conformance::Conformance;
 pub use echo::Echo;
-pub use writer::{Writer, WriterStream};
+pub use writer::{WRITER_STREAM_CHUNKS, Writer, WriterStream};
 
 use crate::{AgentProfile, HubBuilder};
 
 /// Adds the four demo agents to a hub.
 pub fn with_demo_agents(hub: HubBuilder) -> HubBuilder {
+    with_demo_agents_using(hub, WriterStream::default())
+}
+
+/// Adds the four demo agents to a hub, with `writer_stream` serving
+/// `writer-stream` (the benchmarks set its pause between chunks: none, to
+/// measure streaming throughput, or a long one, to hold streams open).
+pub fn with_demo_agents_using(hub: HubBuilder, writer_stream: WriterStream) -> HubBuilder {
     hub.agent(
         "echo",
         AgentProfile::new(
@@ -51,7 +58,7 @@ pub fn with_demo_agents(hub: HubBuilder) -> HubBuilder {
             "Writes a short report and streams it in three chunks.",
             &["demo", "writing", "streaming"],
         ),
-        Arc::new(WriterStream::default()),
+        Arc::new(writer_stream),
     )
     .agent(
         "conformance",

@@ -103,7 +103,9 @@ impl AgentExecutor for WriterStream {
             if ctx.cancel.is_cancelled() {
                 return Ok(());
             }
-            tokio::time::sleep(self.pause).await;
+            if !self.pause.is_zero() {
+                tokio::time::sleep(self.pause).await;
+            }
             let artifact = v1::Artifact {
                 artifact_id: id.clone(),
                 name: "report".into(),

@@ -1,0 +1,179 @@
+"""Writes bench/run.sh's results as markdown: one table per scenario with each
+figure's ratio to the floor, the memory figures, and the issue's targets with
+whether this run met them.
+
+Usage: report.py RUNS_JSONL META_JSON   (bench/run.sh calls it)
+"""
+
+import datetime
+import json
+import os
+import platform
+import statistics
+import sys
+
+NAMES = {
+    "floor": "bare hyper + serde_json (floor)",
+    "heddle": "Heddle, memory store",
+    "sqlite": "Heddle, SQLite store",
+    "other": "official Rust SDK (a2a-server-lf)",
+    "python": "official Python SDK (a2a-sdk, uvicorn)",
+    "js": "official JS SDK (@a2a-js/sdk, express)",
+}
+ORDER = list(NAMES)
+TICK_US = 1e6 / os.sysconf("SC_CLK_TCK")
+
+runs = [json.loads(line) for line in open(sys.argv[1])] if os.path.getsize(sys.argv[1]) else []
+meta = json.loads(sys.argv[2])
+v = meta["versions"]
+
+
+def cells(scenario, server, conns):
+    return [r for r in runs if r["scenario"] == scenario and r["server"] == server
+            and r["result"]["connections"] == conns]
+
+
+def med(scenario, server, conns, key):
+    vals = [r["result"].get(key, 0) for r in cells(scenario, server, conns)]
+    return statistics.median(vals) if vals else None
+
+
+def cpu_per(scenario, server, conns, key="requests"):
+    """Server CPU (user + system) per request (or event), over the whole cell including warm-up."""
+    vals = []
+    for r in cells(scenario, server, conns):
+        res = r["result"]
+        done = res.get(key, 0) * (1 + 1 / max(res["seconds"], 0.01))
+        vals.append(r["cpu_ticks"] * TICK_US / max(1, done))
+    return statistics.median(vals) if vals else None
+
+
+def fmt(x, spec=",.0f"):
+    return "–" if x is None else format(x, spec)
+
+
+def ratio(a, b):
+    return None if a is None or not b else a / b
+
+
+def servers_in(scenario):
+    return [s for s in ORDER if any(r["scenario"] == scenario and r["server"] == s for r in runs)]
+
+
+def conns_in(scenario):
+    return sorted({r["result"]["connections"] for r in runs if r["scenario"] == scenario})
+
+
+def unary_table(scenario, floor_scenario):
+    print("| server | connections | requests/s | × floor | p50 µs | p99 µs | p99 × floor "
+          "| server CPU µs/request | errors |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for c in conns_in(scenario):
+        f_rps = med(floor_scenario, "floor", c, "rps")
+        f_p99 = med(floor_scenario, "floor", c, "p99_us")
+        for s in servers_in(scenario):
+            rps, p99 = med(scenario, s, c, "rps"), med(scenario, s, c, "p99_us")
+            errors = sum(r["result"]["errors"] for r in cells(scenario, s, c))
+            print(f"| {NAMES[s]} | {c} | {fmt(rps)} | {fmt(ratio(rps, f_rps), '.2f')} "
+                  f"| {fmt(med(scenario, s, c, 'p50_us'))} | {fmt(p99)} "
+                  f"| {fmt(ratio(p99, f_p99), '.2f')} | {fmt(cpu_per(scenario, s, c), '.1f')} | {errors} |")
+    print()
+
+
+now = datetime.datetime.now(datetime.timezone.utc)
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+print(f"# Benchmark suite, {now:%Y-%m-%d %H:%M} UTC\n")
+if meta.get("note"):
+    print(f"**{meta['note']}**\n")
+print(f"- Heddle commit {v.get('commit')}, {v.get('rustc')}; official Rust SDK a2a-lf {v.get('a2a-lf', '?')} "
+      f"+ a2a-server-lf {v.get('a2a-server-lf', '?')}; a2a-sdk {v.get('a2a-sdk', '?')} on {v.get('python', '?')} "
+      f"(uvicorn, one worker); @a2a-js/sdk {v.get('@a2a-js/sdk', '?')} on Node {v.get('node', '?')}")
+print(f"- machine: {platform.system()} {platform.release()}, {cpu}, {os.cpu_count()} cores; every server "
+      "pinned to one core, the load generator (bench/loadgen) to another")
+print(f"- {meta['rounds']} interleaved rounds of {meta['secs']} s per cell after a 1 s warm-up; medians")
+print("- every server runs the same two agents: echo (a COMPLETED task, the text as one artifact) and "
+      "writer-stream (WORKING, one artifact in three chunks, COMPLETED); requests carry `A2A-Version: 1.0`")
+print("- HTTP/1.1 keep-alive connections; gRPC: that many concurrent calls over one HTTP/2 connection; "
+      "server CPU is user + system time of the server process per request\n")
+
+if any(r["scenario"] == "unary" for r in runs):
+    print("## SendMessage, JSON-RPC\n")
+    unary_table("unary", "unary")
+for scenario, title in (("rest", "SendMessage, HTTP+JSON (REST)"), ("grpc", "SendMessage, gRPC")):
+    if any(r["scenario"] == scenario for r in runs):
+        print(f"## {title}\n\n× floor: against the floor's JSON-RPC figure.\n")
+        unary_table(scenario, "unary")
+if any(r["scenario"] == "get" for r in runs):
+    print("## GetTask, JSON-RPC\n\nOne stored task read again and again.\n")
+    unary_table("get", "get")
+if any(r["scenario"] == "stream" for r in runs):
+    print("## SendStreamingMessage, JSON-RPC + SSE\n")
+    print("Each stream: the task, WORKING, three artifact chunks, COMPLETED (6 events; "
+          "the floor writes the same events in one go).\n")
+    print("| server | streams | events/s | × floor | streams/s | p50 µs per stream | p99 µs per stream "
+          "| server CPU µs/event | errors |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for c in conns_in("stream"):
+        f_eps = med("stream", "floor", c, "events_per_s")
+        for s in servers_in("stream"):
+            eps = med("stream", s, c, "events_per_s")
+            errors = sum(r["result"]["errors"] for r in cells("stream", s, c))
+            print(f"| {NAMES[s]} | {c} | {fmt(eps)} | {fmt(ratio(eps, f_eps), '.2f')} "
+                  f"| {fmt(med('stream', s, c, 'rps'))} | {fmt(med('stream', s, c, 'p50_us'))} "
+                  f"| {fmt(med('stream', s, c, 'p99_us'))} | {fmt(cpu_per('stream', s, c, 'events'), '.1f')} "
+                  f"| {errors} |")
+    print()
+
+print("## Memory\n")
+idle, final = meta.get("idle_rss_kb", {}), meta.get("final_rss_kb", {})
+if idle:
+    print("| server | RSS idle, MB | RSS after the throughput runs, MB |")
+    print("|---|---|---|")
+    for s in ORDER:
+        if s in idle:
+            print(f"| {NAMES[s]} | {idle[s] / 1024:.1f} | {final.get(s, 0) / 1024:.1f} |")
+    print("\nThe SDKs' in-memory task stores are unbounded; Heddle's keeps the 10,000 most recent "
+          "finished tasks.\n")
+m = meta.get("million") or {}
+growth = None
+if m:
+    growth = (m["at1m_kb"] - m["at100k_kb"]) / m["at100k_kb"] * 100
+    print(f"- `heddle serve --store memory`, a fresh process: idle {m['idle_kb'] / 1024:.1f} MB, after 100k "
+          f"sends {m['at100k_kb'] / 1024:.1f} MB, after 1M sends {m['at1m_kb'] / 1024:.1f} MB "
+          f"({growth:+.1f}% from 100k to 1M).")
+h = meta.get("held") or {}
+if h:
+    print(f"- {h['open']:,} idle SSE streams (SendStreamingMessage to writer-stream paused for ten minutes "
+          f"after WORKING, one connection each; {h['failed']} failed to open, {h.get('ended_early', 0)} ended "
+          f"early; opened in {h['open_secs']} s): RSS {h['idle_kb'] / 1024:.1f} MB before, "
+          f"{h['held_kb'] / 1024:.1f} MB with them open.")
+print()
+
+
+def target(label, value, goal, op, unit="×"):
+    if value is None:
+        print(f"| {label} | not measured | {op} {goal}{unit} | – |")
+        return
+    met = value >= goal if op == "≥" else value <= goal
+    print(f"| {label} | {value:.2f}{unit} | {op} {goal}{unit} | {'met' if met else '**not met**'} |")
+
+
+print("## Targets (issue 8), as ratios in this run\n")
+print("| figure | measured | target | |")
+print("|---|---|---|---|")
+for c in (16, 64):
+    h_rps, h_p99 = med("unary", "heddle", c, "rps"), med("unary", "heddle", c, "p99_us")
+    target(f"Heddle / floor, unary JSON-RPC requests/s at {c}", ratio(h_rps, med("unary", "floor", c, "rps")), 0.7, "≥")
+    target(f"Heddle p99 / floor p99 at {c}", ratio(h_p99, med("unary", "floor", c, "p99_us")), 1.5, "≤")
+    target(f"Heddle / official Rust SDK at {c}", ratio(h_rps, med("unary", "other", c, "rps")), 2, "≥")
+    target(f"Heddle / official JS SDK at {c}", ratio(h_rps, med("unary", "js", c, "rps")), 15, "≥")
+    target(f"Heddle / official Python SDK at {c}", ratio(h_rps, med("unary", "python", c, "rps")), 100, "≥")
+sc = meta.get("streams")
+h_eps = med("stream", "heddle", sc, "events_per_s")
+target(f"Heddle / floor, streaming events/s at {sc} streams", ratio(h_eps, med("stream", "floor", sc, "events_per_s")), 0.5, "≥")
+target(f"Heddle / official Rust SDK, streaming events/s", ratio(h_eps, med("stream", "other", sc, "events_per_s")), 5, "≥")
+if h:
+    target(f"RSS with {h['open']:,} idle SSE streams", h["held_kb"] / 1024, 150, "≤", " MB")
+else:
+    target("RSS with 10,000 idle SSE streams", None, 150, "≤", " MB")
+target("RSS growth from 100k to 1M sends", growth, 10, "≤", "%")
