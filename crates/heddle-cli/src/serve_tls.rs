@@ -93,7 +93,11 @@ pub async fn serve(
             let listener = listener.tap_io(|tcp| {
                 let _ = tcp.set_nodelay(true);
             });
-            axum::serve(listener, app)
+            // `into_make_service` turns the routes into services once; served
+            // as a bare Router, axum rebuilds its route table for every
+            // connection (two 37 KB maps with the hub's routes, kept as long
+            // as the connection: most of an idle SSE stream's memory).
+            axum::serve(listener, app.into_make_service())
                 .with_graceful_shutdown(shutdown)
                 .await
         }

@@ -187,6 +187,8 @@ pub async fn serve_tls(
     app: Router,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
+    // Turn the routes into services once, not per connection or request.
+    let app = app.with_state(());
     let acceptor = TlsAcceptor::from(config);
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
