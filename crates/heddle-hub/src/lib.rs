@@ -177,10 +177,14 @@ impl Hub {
     /// tenant go to the default agent, or the only one), with health and
     /// reflection, to serve on a listener of their own (for example
     /// `axum::serve(listener, routes.into_axum_router())`). `None` when the
-    /// gRPC binding is off. These are the bare services: with an
-    /// authenticator, serve [`Hub::grpc_app`], which applies it.
+    /// gRPC binding is off, and also when the hub has an authenticator: these
+    /// are the bare services, so a guarded hub hands them out only through
+    /// [`Hub::grpc_app`], which applies it (fail closed).
     #[cfg(feature = "grpc")]
     pub fn grpc_routes(&self) -> Option<tonic::service::Routes> {
+        if self.auth.is_some() {
+            return None;
+        }
         self.grpc.clone()
     }
 

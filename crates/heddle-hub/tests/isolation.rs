@@ -163,6 +163,11 @@ async fn app_on(store: Arc<dyn heddle_store::TaskStore>) -> App {
         )
         .build()
         .await;
+    // A guarded hub never hands out its bare (unguarded) gRPC services.
+    assert!(
+        hub.grpc_routes().is_none(),
+        "bare gRPC routes of a guarded hub"
+    );
     let grpc_app = hub.grpc_app().expect("gRPC is on by default");
     tokio::spawn(async move { axum::serve(listener, grpc_app).await });
     let grpc = Channel::from_shared(format!("http://{grpc_addr}"))
