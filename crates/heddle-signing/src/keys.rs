@@ -109,6 +109,21 @@ impl SigningKey {
         Ok(key)
     }
 
+    /// A PKCS#8 private key in DER (what `ring` generates, or a `.der` file);
+    /// `alg` as for [`from_file_text`](Self::from_file_text).
+    pub fn from_pkcs8_der(der: &[u8], alg: Option<&str>) -> Result<Self, SigningError> {
+        let text = pem::encode(&pem::Pem::new("PRIVATE KEY", der.to_vec()));
+        Self::from_file_text(&text, alg, None)
+    }
+
+    /// A compact JWT over `claims`, its header naming this key's `alg` and `kid`.
+    pub fn sign_jwt<T: serde::Serialize>(&self, claims: &T) -> Result<String, SigningError> {
+        let mut header = jsonwebtoken::Header::new(self.alg);
+        header.kid = Some(self.kid.clone());
+        jsonwebtoken::encode(&header, claims, &self.key)
+            .map_err(|e| SigningError::Key(format!("cannot sign: {e}")))
+    }
+
     fn from_jwk_text(text: &str, alg: Option<Algorithm>) -> Result<Self, SigningError> {
         let jwk: Value = serde_json::from_str(text)
             .map_err(|e| SigningError::Key(format!("the key is not JSON: {e}")))?;

@@ -11,10 +11,8 @@
 use std::{fmt, path::Path};
 
 use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
-use ring::{
-    rand::SystemRandom,
-    signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as _},
-};
+use heddle_signing::SigningKey;
+use ring::{rand::SystemRandom, signature::EcdsaKeyPair};
 use serde::Serialize;
 
 /// The header that carries each delivery's JWT.
@@ -34,20 +32,18 @@ pub enum SignerError {
     Key(String),
 }
 
-/// Signs delivery JWTs with one ES256 key.
+/// Signs delivery JWTs with one ES256 key (held as a [`SigningKey`], the
+/// same key type that signs Agent Cards).
 pub struct PushSigner {
-    kid: String,
     issuer: String,
-    encoding: jsonwebtoken::EncodingKey,
-    /// The uncompressed public point (0x04 ‖ x ‖ y).
-    public: Vec<u8>,
+    key: SigningKey,
 }
 
 impl fmt::Debug for PushSigner {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Never the private key.
         f.debug_struct("PushSigner")
-            .field("kid", &self.kid)
+            .field("kid", &self.key.kid())
             .field("issuer", &self.issuer)
             .finish_non_exhaustive()
     }
@@ -67,10 +63,12 @@ struct Claims<'a> {
 impl PushSigner {
     /// A fresh key, made now (its JWKS changes with every start).
     pub fn generate(issuer: impl Into<String>) -> Result<Self, SignerError> {
-        let pkcs8 =
-            EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &SystemRandom::new())
-                .map_err(|e| SignerError::Key(e.to_string()))?;
-        Self::from_pkcs8(pkcs8.as_ref(), issuer)
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(
+            &ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING,
+            &SystemRandom::new(),
+        )
+        .map_err(|e| SignerError::Key(e.to_string()))?;
+        Self::with_key(SigningKey::from_pkcs8_der(pkcs8.as_ref(), None), issuer)
     }
 
     /// The key in a PKCS#8 file (PEM `-----BEGIN PRIVATE KEY-----` or DER),
@@ -78,57 +76,35 @@ impl PushSigner {
     pub fn load(path: &Path, issuer: impl Into<String>) -> Result<Self, SignerError> {
         let bytes = std::fs::read(path)
             .map_err(|e| SignerError::Read(path.display().to_string(), e.to_string()))?;
-        let der = match std::str::from_utf8(&bytes) {
-            Ok(text) if text.contains("-----BEGIN") => {
-                let b64: String = text
-                    .lines()
-                    .filter(|l| !l.starts_with("-----"))
-                    .collect::<Vec<_>>()
-                    .concat();
-                base64::engine::general_purpose::STANDARD
-                    .decode(b64.trim())
-                    .map_err(|e| SignerError::Key(e.to_string()))?
-            }
-            _ => bytes,
+        let key = match std::str::from_utf8(&bytes) {
+            Ok(text) if text.contains("-----BEGIN") => SigningKey::from_file_text(text, None, None),
+            _ => SigningKey::from_pkcs8_der(&bytes, None),
         };
-        Self::from_pkcs8(&der, issuer)
+        Self::with_key(key, issuer)
     }
 
-    fn from_pkcs8(der: &[u8], issuer: impl Into<String>) -> Result<Self, SignerError> {
-        let pair =
-            EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, der, &SystemRandom::new())
-                .map_err(|e| SignerError::Key(e.to_string()))?;
-        let public = pair.public_key().as_ref().to_vec();
-        // The key id: a digest of the public key, stable for a loaded key.
-        let digest = ring::digest::digest(&ring::digest::SHA256, &public);
-        let kid = URL_SAFE_NO_PAD.encode(&digest.as_ref()[..12]);
+    fn with_key(
+        key: Result<SigningKey, heddle_signing::SigningError>,
+        issuer: impl Into<String>,
+    ) -> Result<Self, SignerError> {
+        let key = key.map_err(|e| SignerError::Key(e.to_string()))?;
+        if key.alg() != "ES256" {
+            return Err(SignerError::Key(format!("an {} key", key.alg())));
+        }
         Ok(Self {
-            kid,
             issuer: issuer.into(),
-            encoding: jsonwebtoken::EncodingKey::from_ec_der(der),
-            public,
+            key,
         })
     }
 
-    /// The key id (`kid`).
+    /// The key id (`kid`): the key's RFC 7638 thumbprint.
     pub fn kid(&self) -> &str {
-        &self.kid
+        self.key.kid()
     }
 
     /// The public key as a JWK Set.
     pub fn jwks(&self) -> serde_json::Value {
-        // An uncompressed P-256 point: 0x04, then 32 bytes of x and 32 of y.
-        let x = self.public.get(1..33).unwrap_or_default();
-        let y = self.public.get(33..65).unwrap_or_default();
-        serde_json::json!({"keys": [{
-            "kty": "EC",
-            "crv": "P-256",
-            "alg": "ES256",
-            "use": "sig",
-            "kid": self.kid,
-            "x": URL_SAFE_NO_PAD.encode(x),
-            "y": URL_SAFE_NO_PAD.encode(y),
-        }]})
+        serde_json::json!({ "keys": self.key.public_jwk().into_iter().collect::<Vec<_>>() })
     }
 
     /// The JWT for one delivery.
@@ -143,9 +119,7 @@ impl PushSigner {
             task_id,
             body_sha256: URL_SAFE_NO_PAD.encode(digest.as_ref()),
         };
-        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
-        header.kid = Some(self.kid.clone());
-        match jsonwebtoken::encode(&header, &claims, &self.encoding) {
+        match self.key.sign_jwt(&claims) {
             Ok(jwt) => Some(jwt),
             Err(e) => {
                 tracing::error!(error = %e, "push: cannot sign a delivery");
