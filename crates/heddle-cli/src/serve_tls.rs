@@ -85,21 +85,7 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     match tls {
         Some(config) => serve_tls(listener, config, app, shutdown).await,
-        None => {
-            use axum::serve::ListenerExt as _;
-            // Small writes (an SSE event, HTTP/2's headers, data and trailers
-            // frames) must not wait out Nagle's algorithm against the peer's
-            // delayed ACK (gRPC unary p50 was 45 ms under load without this).
-            let listener = listener.tap_io(|tcp| {
-                let _ = tcp.set_nodelay(true);
-            });
-            // `into_make_service` turns the routes into services once; served
-            // as a bare Router, axum rebuilds its route table for every
-            // connection (two 37 KB maps with the hub's routes, kept as long
-            // as the connection: most of an idle SSE stream's memory).
-            axum::serve(listener, app.into_make_service())
-                .with_graceful_shutdown(shutdown)
-                .await
-        }
+        // HTTP/1 and HTTP/2 told apart by a peek; TCP_NODELAY on every socket.
+        None => heddle_server::listen::serve(listener, app, shutdown).await,
     }
 }

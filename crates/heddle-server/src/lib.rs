@@ -41,6 +41,7 @@ mod events;
 pub mod grpc;
 pub mod handler;
 mod jsonrpc;
+pub mod listen;
 pub mod lifecycle;
 mod live;
 pub mod push;

@@ -20,11 +20,7 @@
 use std::{future::Future, sync::Arc, time::Duration};
 
 use axum::{Router, extract::Request};
-use hyper_util::{
-    rt::{TokioExecutor, TokioIo},
-    server::{conn::auto::Builder, graceful::GracefulShutdown},
-    service::TowerToHyperService,
-};
+use hyper_util::{rt::TokioIo, server::graceful::GracefulShutdown};
 use rustls::{
     RootCertStore, ServerConfig,
     pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject},
@@ -35,7 +31,10 @@ use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt as _;
 use x509_parser::prelude::{FromDer, GeneralName, X509Certificate};
 
-use crate::Caller;
+use crate::{
+    Caller,
+    listen::{DRAIN_TIMEOUT, Wire, serve_connection},
+};
 
 /// The rustls server configuration [`serve_tls`] takes.
 pub use rustls::ServerConfig as TlsServerConfig;
@@ -180,7 +179,8 @@ pub fn caller_from_certificate(der: &[u8]) -> Option<Caller> {
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Serves `app` over TLS on `listener` until `shutdown` resolves, then lets
-/// open connections finish (up to 10 s).
+/// open connections finish (up to 10 s). The protocol ALPN settled on picks
+/// hyper's HTTP/1 or HTTP/2 server (see [`crate::listen`]).
 pub async fn serve_tls(
     listener: TcpListener,
     config: Arc<ServerConfig>,
@@ -221,30 +221,27 @@ pub async fn serve_tls(
                     return;
                 }
             };
-            let caller = tls
-                .get_ref()
-                .1
+            let session = &tls.get_ref().1;
+            let caller = session
                 .peer_certificates()
                 .and_then(|c| c.first())
                 .and_then(|c| caller_from_certificate(c));
+            let wire = match session.alpn_protocol() {
+                Some(b"h2") => Wire::Http2,
+                Some(b"http/1.1") => Wire::Http1,
+                _ => Wire::Undecided,
+            };
             let service = app.map_request(move |mut req: Request<hyper::body::Incoming>| {
                 if let Some(c) = &caller {
                     req.extensions_mut().insert(c.clone());
                 }
                 req
             });
-            let builder = Builder::new(TokioExecutor::new());
-            let conn = builder.serve_connection_with_upgrades(
-                TokioIo::new(tls),
-                TowerToHyperService::new(service),
-            );
-            if let Err(e) = watcher.watch(conn).await {
-                tracing::debug!(%peer, "connection: {e}");
-            }
+            serve_connection(TokioIo::new(tls), wire, service, watcher).await;
         });
     }
     drop(listener);
-    let _ = tokio::time::timeout(Duration::from_secs(10), graceful.shutdown()).await;
+    let _ = tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()).await;
     Ok(())
 }
 
