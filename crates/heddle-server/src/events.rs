@@ -79,8 +79,14 @@ impl TaskEvents {
         state: v1::TaskState,
         message: Option<v1::Message>,
     ) -> Result<(), EventError> {
-        let mut st = self.live.state.lock().await;
-        self.apply_status(&mut st, state, message).await
+        // Boxed, like `artifact` and `reply`: the persisting and fan-out
+        // state would otherwise sit inside every agent's future for its whole
+        // life (3 KB per idle stream), not just while an event is applied.
+        Box::pin(async move {
+            let mut st = self.live.state.lock().await;
+            self.apply_status(&mut st, state, message).await
+        })
+        .await
     }
 
     /// WORKING, optionally saying what is happening.
@@ -142,24 +148,27 @@ impl TaskEvents {
         if artifact.artifact_id.is_empty() {
             return Err(EventError::MissingArtifactId);
         }
-        let mut st = self.live.state.lock().await;
-        self.ensure_open(&st)?;
-        self.create_if_needed(&mut st).await?;
-        heddle_core::task::apply_artifact(&mut st.task.artifacts, &artifact, append);
-        st.dirty = true;
-        self.live
-            .emit(&st.task, || {
-                Payload::ArtifactUpdate(v1::TaskArtifactUpdateEvent {
-                    task_id: self.live.id.clone(),
-                    context_id: self.context_id.clone(),
-                    artifact: Some(artifact),
-                    append,
-                    last_chunk,
-                    metadata: None,
+        Box::pin(async move {
+            let mut st = self.live.state.lock().await;
+            self.ensure_open(&st)?;
+            self.create_if_needed(&mut st).await?;
+            heddle_core::task::apply_artifact(&mut st.task.artifacts, &artifact, append);
+            st.dirty = true;
+            self.live
+                .emit(&st.task, || {
+                    Payload::ArtifactUpdate(v1::TaskArtifactUpdateEvent {
+                        task_id: self.live.id.clone(),
+                        context_id: self.context_id.clone(),
+                        artifact: Some(artifact),
+                        append,
+                        last_chunk,
+                        metadata: None,
+                    })
                 })
-            })
-            .await;
-        Ok(())
+                .await;
+            Ok(())
+        })
+        .await
     }
 
     /// A complete one-part text artifact with a fresh id.

@@ -580,9 +580,8 @@ impl RequestHandler {
         let run_live = live.clone();
         let handle = tokio::spawn(async move {
             let result = executor.execute(ctx, events.clone()).await;
-            handler
-                .finish_execution(&run_live, &events, result.err().map(|e| e.0))
-                .await;
+            // Boxed so its state is not part of the task for the agent's life.
+            Box::pin(handler.finish_execution(&run_live, &events, result.err().map(|e| e.0))).await;
         });
         live.state.lock().await.abort = Some(handle.abort_handle());
     }
