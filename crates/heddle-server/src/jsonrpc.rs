@@ -12,7 +12,7 @@ use std::convert::Infallible;
 
 use axum::{
     extract::State,
-    http::{HeaderMap, HeaderValue, StatusCode, header},
+    http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header},
     response::{IntoResponse, Response, Sse, sse::Event, sse::KeepAlive},
 };
 use bytes::Bytes;
@@ -24,7 +24,7 @@ use heddle_core::{
     jsonrpc::{Id, Response as RpcResponse},
     method::{Dialect, Method},
     v1,
-    version::{EXTENSIONS_HEADER, LEGACY_EXTENSIONS_HEADER, VERSION_HEADER},
+    version::VERSION_HEADER,
 };
 use serde::Serialize;
 
@@ -32,6 +32,14 @@ use crate::{
     agent::Caller,
     handler::{CallContext, Reply, RequestHandler},
 };
+
+// The header names as lower-case `HeaderName`s, made at compile time: a
+// lookup by the mixed-case `&str` lower-cases and parses it on every request.
+const VERSION_NAME: HeaderName = HeaderName::from_static("a2a-version");
+const EXTENSIONS_NAMES: [HeaderName; 2] = [
+    HeaderName::from_static("a2a-extensions"),
+    HeaderName::from_static("x-a2a-extensions"),
+];
 
 /// The header-level facts of a request.
 pub(crate) struct Envelope {
@@ -46,7 +54,7 @@ impl Envelope {
         query: Option<&str>,
         caller: Option<Caller>,
     ) -> Self {
-        let header = headers.get(VERSION_HEADER).and_then(|v| v.to_str().ok());
+        let header = headers.get(VERSION_NAME).and_then(|v| v.to_str().ok());
         let from_query = query.and_then(|q| {
             q.split('&').find_map(|kv| {
                 kv.split_once('=')
@@ -59,7 +67,7 @@ impl Envelope {
             Some(v) => ProtocolVersion::from_header(Some(v)).map(Some),
         };
         let mut extensions = Vec::new();
-        for name in [EXTENSIONS_HEADER, LEGACY_EXTENSIONS_HEADER] {
+        for name in EXTENSIONS_NAMES {
             for v in headers.get_all(name) {
                 if let Ok(s) = v.to_str() {
                     extensions.extend(
@@ -123,7 +131,7 @@ fn is_json(headers: &HeaderMap) -> bool {
 }
 
 fn json_response<T: Serialize>(body: &T) -> Response {
-    match serde_json::to_vec(body) {
+    match crate::json::to_vec(body) {
         Ok(bytes) => (
             [(
                 header::CONTENT_TYPE,
@@ -220,14 +228,14 @@ impl IntoResponse for Answer {
 }
 
 fn encode<T: Serialize>(id: Id, result: &T) -> Answer {
-    match serde_json::to_vec(&RpcResponse::result(id.clone(), result)) {
+    match crate::json::to_vec(&RpcResponse::result(id.clone(), result)) {
         Ok(b) => Answer::Json(b.into()),
         Err(e) => encode_error(id, &A2aError::internal(format!("serialization: {e}"))),
     }
 }
 
 fn encode_error(id: Id, err: &A2aError) -> Answer {
-    match serde_json::to_vec(&RpcResponse::error(id, err)) {
+    match crate::json::to_vec(&RpcResponse::error(id, err)) {
         Ok(b) => Answer::Json(b.into()),
         Err(_) => Answer::Json(Bytes::from_static(
             br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}"#,
@@ -330,11 +338,11 @@ fn sse(id: Id, version: ProtocolVersion, stream: crate::handler::EventStream) ->
     let events = stream.map(move |update| {
         let data = match version {
             ProtocolVersion::V1_0 => {
-                serde_json::to_string(&RpcResponse::result(id.clone(), &*update))
+                crate::json::to_string(&RpcResponse::result(id.clone(), &*update))
             }
             ProtocolVersion::V0_3 => match v03::StreamEvent::from_v1(&update) {
-                Some(ev) => serde_json::to_string(&RpcResponse::result(id.clone(), &ev)),
-                None => serde_json::to_string(&RpcResponse::error(
+                Some(ev) => crate::json::to_string(&RpcResponse::result(id.clone(), &ev)),
+                None => crate::json::to_string(&RpcResponse::error(
                     id.clone(),
                     &A2aError::from(ErrorCode::InvalidAgentResponse),
                 )),
@@ -350,6 +358,20 @@ fn sse(id: Id, version: ProtocolVersion, stream: crate::handler::EventStream) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn header_names_are_the_spec_names() {
+        use heddle_core::version::{EXTENSIONS_HEADER, LEGACY_EXTENSIONS_HEADER};
+        assert_eq!(VERSION_NAME.as_str(), VERSION_HEADER.to_ascii_lowercase());
+        assert_eq!(
+            EXTENSIONS_NAMES[0].as_str(),
+            EXTENSIONS_HEADER.to_ascii_lowercase()
+        );
+        assert_eq!(
+            EXTENSIONS_NAMES[1].as_str(),
+            LEGACY_EXTENSIONS_HEADER.to_ascii_lowercase()
+        );
+    }
     use heddle_core::call::Call;
 
     fn decoded(dialect: Dialect) -> Decoded {

@@ -40,9 +40,10 @@ mod events;
 #[cfg(feature = "grpc")]
 pub mod grpc;
 pub mod handler;
+mod json;
 mod jsonrpc;
-pub mod listen;
 pub mod lifecycle;
+pub mod listen;
 mod live;
 pub mod push;
 mod rest;

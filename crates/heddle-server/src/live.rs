@@ -7,13 +7,13 @@
 //! Subscribers attach under the same lock, so they get a snapshot and every
 //! event after it, with no gap and no duplicate.
 
-use std::{
-    collections::HashMap,
-    sync::{
-        Arc, Mutex,
-        atomic::{AtomicBool, Ordering},
-    },
+use std::sync::{
+    Arc, Mutex,
+    atomic::{AtomicBool, Ordering},
 };
+
+// Task ids are made by the server; foldhash is randomly seeded and cheap.
+use foldhash::HashMap;
 
 use heddle_core::{A2aError, v1};
 use heddle_store::{Scope, StoreError, TaskStore};

@@ -110,7 +110,7 @@ pub(crate) fn check_content_type(headers: &HeaderMap, body: &Bytes) -> Option<Re
 }
 
 pub(crate) fn json<T: Serialize>(status: StatusCode, body: &T) -> Response {
-    match serde_json::to_vec(body) {
+    match crate::json::to_vec(body) {
         Ok(bytes) => (
             status,
             [(
@@ -128,7 +128,7 @@ pub(crate) fn json<T: Serialize>(status: StatusCode, body: &T) -> Response {
 pub(crate) fn error(err: &A2aError) -> Response {
     let (status, body) = err.to_http_body();
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    match serde_json::to_vec(&body) {
+    match crate::json::to_vec(&body) {
         Ok(bytes) => (
             status,
             [(
@@ -145,7 +145,7 @@ pub(crate) fn error(err: &A2aError) -> Response {
 pub(crate) fn sse(stream: EventStream) -> Response {
     let events = stream.map(|update| {
         Ok::<_, Infallible>(
-            Event::default().data(serde_json::to_string(&*update).unwrap_or_default()),
+            Event::default().data(crate::json::to_string(&*update).unwrap_or_default()),
         )
     });
     Sse::new(events)

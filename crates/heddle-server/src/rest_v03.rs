@@ -65,7 +65,7 @@ fn sse(stream: EventStream) -> Response {
     let events = stream.filter_map(|update| async move {
         let ev = v03_proto::stream_response_from_v1(&update)?;
         Some(Ok::<_, Infallible>(
-            Event::default().data(serde_json::to_string(&ev).unwrap_or_default()),
+            Event::default().data(crate::json::to_string(&ev).unwrap_or_default()),
         ))
     });
     Sse::new(events)

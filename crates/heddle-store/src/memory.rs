@@ -1,7 +1,11 @@
 //! The in-process store: fast, lost on restart, and bounded so a long-running
 //! server does not grow without limit as finished tasks pile up.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+// Keys are server-made task ids and agent ids; foldhash (randomly seeded)
+// costs a fraction of SipHash on every save and load.
+use foldhash::HashMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 

@@ -8,7 +8,9 @@
 //! through three states: pending (with the time of its next attempt),
 //! delivered (removed) or dead (kept for inspection).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use foldhash::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
 use async_trait::async_trait;
