@@ -2,12 +2,14 @@
 //! format into a [`Call`] and hands it here; every business rule lives here.
 
 use std::{
+    panic::AssertUnwindSafe,
     pin::Pin,
     sync::{Arc, atomic::Ordering},
+    task::Poll,
     time::Duration,
 };
 
-use futures::Stream;
+use futures::{FutureExt as _, Stream};
 use heddle_core::{
     A2aError, ErrorCode, ProtocolVersion,
     call::Call,
@@ -572,17 +574,37 @@ impl RequestHandler {
         Ok(prior)
     }
 
+    /// Runs the agent: first right here, in the caller's task, until it has
+    /// to wait for something; only then on a task of its own (so it goes on
+    /// if the caller goes away). Most agents answer a simple call without
+    /// waiting at all (the echo agent, a cached answer), and those cost no
+    /// spawn and no cross-task wake-up. A panicking agent fails its task
+    /// instead of leaving it WORKING and its caller waiting.
     async fn spawn_execution(&self, live: Arc<LiveTask>, ctx: RequestContext) {
         live.running.store(true, Ordering::Release);
         let events = TaskEvents::new(live.clone(), ctx.context_id.clone());
         let executor = self.inner.executor.clone();
         let handler = self.clone();
         let run_live = live.clone();
-        let handle = tokio::spawn(async move {
-            let result = executor.execute(ctx, events.clone()).await;
+        let mut run = Box::pin(async move {
+            let result = AssertUnwindSafe(executor.execute(ctx, events.clone()))
+                .catch_unwind()
+                .await;
+            let error = match result {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(e.0),
+                Err(panic) => Some(panic_reason(panic.as_ref())),
+            };
             // Boxed so its state is not part of the task for the agent's life.
-            Box::pin(handler.finish_execution(&run_live, &events, result.err().map(|e| e.0))).await;
+            Box::pin(handler.finish_execution(&run_live, &events, error)).await;
         });
+        let first = std::future::poll_fn(|cx| Poll::Ready(run.as_mut().poll(cx))).await;
+        if first.is_ready() {
+            return;
+        }
+        // The spawned task polls it again at once, so every waker it left
+        // registered is replaced by the task's own.
+        let handle = tokio::spawn(run);
         live.state.lock().await.abort = Some(handle.abort_handle());
     }
 
@@ -948,4 +970,16 @@ impl RequestHandler {
 fn with_history(mut task: v1::Task, n: Option<i32>) -> v1::Task {
     truncate_history(&mut task, n);
     task
+}
+
+/// What a caller is told when the agent panicked (the panic's own message
+/// goes to the log only: it may hold internals).
+fn panic_reason(panic: &(dyn std::any::Any + Send)) -> String {
+    let detail = panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)");
+    tracing::error!(panic = detail, "agent panicked");
+    "the agent failed unexpectedly".to_owned()
 }
