@@ -12,20 +12,22 @@ import platform
 import statistics
 import sys
 
-NAMES = {
-    "floor": "bare hyper + serde_json (floor)",
-    "heddle": "Heddle, memory store",
-    "sqlite": "Heddle, SQLite store",
-    "other": "official Rust SDK (a2a-server-lf)",
-    "python": "official Python SDK (a2a-sdk, uvicorn)",
-    "js": "official JS SDK (@a2a-js/sdk, express)",
-}
-ORDER = list(NAMES)
 TICK_US = 1e6 / os.sysconf("SC_CLK_TCK")
 
 runs = [json.loads(line) for line in open(sys.argv[1])] if os.path.getsize(sys.argv[1]) else []
 meta = json.loads(sys.argv[2])
 v = meta["versions"]
+
+NAMES = {
+    "floor": "bare hyper + serde_json (floor)",
+    "heddle": "Heddle, memory store",
+    "sqlite": "Heddle, SQLite store",
+    "other": "official Rust SDK (a2a-server-lf)",
+    "ra2a": f"ra2a {v.get('ra2a', '?')} (crates.io)",
+    "python": "official Python SDK (a2a-sdk, uvicorn)",
+    "js": "official JS SDK (@a2a-js/sdk, express)",
+}
+ORDER = list(NAMES)
 
 
 def cells(scenario, server, conns):
@@ -86,15 +88,22 @@ print(f"# Benchmark suite, {now:%Y-%m-%d %H:%M} UTC\n")
 if meta.get("note"):
     print(f"**{meta['note']}**\n")
 print(f"- Heddle commit {v.get('commit')}, {v.get('rustc')}; official Rust SDK a2a-lf {v.get('a2a-lf', '?')} "
-      f"+ a2a-server-lf {v.get('a2a-server-lf', '?')}; a2a-sdk {v.get('a2a-sdk', '?')} on {v.get('python', '?')} "
-      f"(uvicorn, one worker); @a2a-js/sdk {v.get('@a2a-js/sdk', '?')} on Node {v.get('node', '?')}")
+      f"+ a2a-server-lf {v.get('a2a-server-lf', '?')}; ra2a {v.get('ra2a', '?')}; a2a-sdk {v.get('a2a-sdk', '?')} "
+      f"on {v.get('python', '?')} (uvicorn, one worker); @a2a-js/sdk {v.get('@a2a-js/sdk', '?')} on Node "
+      f"{v.get('node', '?')}")
 print(f"- machine: {platform.system()} {platform.release()}, {cpu}, {os.cpu_count()} cores; every server "
       "pinned to one core, the load generator (bench/loadgen) to another")
 print(f"- {meta['rounds']} interleaved rounds of {meta['secs']} s per cell after a 1 s warm-up; medians")
 print("- every server runs the same two agents: echo (a COMPLETED task, the text as one artifact) and "
       "writer-stream (WORKING, one artifact in three chunks, COMPLETED); requests carry `A2A-Version: 1.0`")
 print("- HTTP/1.1 keep-alive connections; gRPC: that many concurrent calls over one HTTP/2 connection; "
-      "server CPU is user + system time of the server process per request\n")
+      "server CPU is user + system time of the server process per request")
+if any(r["server"] == "ra2a" for r in runs):
+    print("- ra2a's JSON-RPC binding takes the same v1.0 payloads but only under the v0.3 method names, "
+          "so it gets `message/send`, `message/stream` and `tasks/get`; it has no REST row (0.10.1's REST "
+          "router panics while building its routes), and its streams are ended after the terminal event "
+          "(0.10.1 never ends them itself)")
+print()
 
 if any(r["scenario"] == "unary" for r in runs):
     print("## SendMessage, JSON-RPC\n")
@@ -165,15 +174,27 @@ for c in (16, 64):
     h_rps, h_p99 = med("unary", "heddle", c, "rps"), med("unary", "heddle", c, "p99_us")
     target(f"Heddle / floor, unary JSON-RPC requests/s at {c}", ratio(h_rps, med("unary", "floor", c, "rps")), 0.7, "≥")
     target(f"Heddle p99 / floor p99 at {c}", ratio(h_p99, med("unary", "floor", c, "p99_us")), 1.5, "≤")
-    target(f"Heddle / official Rust SDK at {c}", ratio(h_rps, med("unary", "other", c, "rps")), 2, "≥")
+    target(f"Heddle / official Rust SDK (a2a-lf) at {c}", ratio(h_rps, med("unary", "other", c, "rps")), 2, "≥")
+    target(f"Heddle / ra2a at {c}", ratio(h_rps, med("unary", "ra2a", c, "rps")), 2, "≥")
     target(f"Heddle / official JS SDK at {c}", ratio(h_rps, med("unary", "js", c, "rps")), 15, "≥")
     target(f"Heddle / official Python SDK at {c}", ratio(h_rps, med("unary", "python", c, "rps")), 100, "≥")
 sc = meta.get("streams")
 h_eps = med("stream", "heddle", sc, "events_per_s")
 target(f"Heddle / floor, streaming events/s at {sc} streams", ratio(h_eps, med("stream", "floor", sc, "events_per_s")), 0.5, "≥")
-target(f"Heddle / official Rust SDK, streaming events/s", ratio(h_eps, med("stream", "other", sc, "events_per_s")), 5, "≥")
+target("Heddle / official Rust SDK (a2a-lf), streaming events/s",
+       ratio(h_eps, med("stream", "other", sc, "events_per_s")), 5, "≥")
+target("Heddle / ra2a, streaming events/s", ratio(h_eps, med("stream", "ra2a", sc, "events_per_s")), 5, "≥")
 if h:
     target(f"RSS with {h['open']:,} idle SSE streams", h["held_kb"] / 1024, 150, "≤", " MB")
 else:
     target("RSS with 10,000 idle SSE streams", None, 150, "≤", " MB")
 target("RSS growth from 100k to 1M sends", growth, 10, "≤", "%")
+
+print("\n## Targets (issue 4): the other bindings against JSON-RPC, Heddle, memory store\n")
+print("| figure | measured | target | |")
+print("|---|---|---|---|")
+for c in (16, 64):
+    # "Within 10%": no more than 10% below JSON-RPC (faster is fine).
+    target(f"REST / JSON-RPC requests/s at {c}",
+           ratio(med("rest", "heddle", c, "rps"), med("unary", "heddle", c, "rps")), 0.9, "≥")
+target("gRPC / JSON-RPC requests/s at 64", ratio(med("grpc", "heddle", 64, "rps"), med("unary", "heddle", 64, "rps")), 1.3, "≥")

@@ -1,31 +1,38 @@
 #!/usr/bin/env bash
 # Heddle's benchmark suite, in one run: Heddle (release), the official Python SDK (a2a-sdk, uvicorn,
 # one worker), the official JS SDK (@a2a-js/sdk, express), the official Rust SDK (a2a-lf +
-# a2a-server-lf, bench/other-rust) and the bare hyper + serde_json floor (bench/floor), side by side.
+# a2a-server-lf, bench/other-rust), the ra2a crate from crates.io (bench/other-rust-ra2a) and the
+# bare hyper + serde_json floor (bench/floor), side by side.
 #
 #   bench/run.sh
 #
 # Knobs (environment):
 #   ROUNDS=3 SECS=3        interleaved rounds, seconds per cell (plus a 1 s warm-up); medians reported
 #   SCENARIOS="unary rest grpc stream get"   which throughput scenarios run
-#   SERVERS="floor heddle sqlite other python js"   which servers run them
+#   SERVERS="floor heddle sqlite other ra2a python js"   which servers run them
 #   CONNS="1 16 64"        connections for unary JSON-RPC (REST, gRPC and GetTask use 16 and 64)
 #   STREAMS=64             concurrent SSE streams in the streaming scenario
 #   MILLION=1              the 1M-send memory run (0 skips it)
 #   IDLE_STREAMS=10000     idle SSE streams held open for the memory figure (0 skips it)
 #   SERVER_CPU=0 LOAD_CPU=1   the core every server is pinned to, and the load generator's
 #   NOTE="..."             a line added to the results (e.g. that the machine was loaded)
+#   CARGO_TARGET_DIR       where the main workspace's binaries are built (default target/); the
+#                          other-rust workspaces always build into their own target/
 #
 # Every server runs pinned to SERVER_CPU, the load generator (bench/loadgen) to LOAD_CPU. Each
 # scenario runs every server in turn, ROUNDS times over, and the table reports medians, because a
-# shared VM is noisy. Writes bench/results/<date>-suite.md and prints it. About 12 minutes with the
-# defaults on a 2-core VM.
+# shared VM is noisy. Not every server has every binding: REST is Heddle, other, python and js
+# (ra2a 0.10.1's REST router panics while building its routes); gRPC is Heddle, python and js.
+# ra2a's JSON-RPC takes the v1.0 payloads under the v0.3 method names (message/send,
+# message/stream, tasks/get), so it gets its own body files with those names.
+# Writes bench/results/<date>-suite.md and prints it. About 13 minutes with the defaults on a
+# 2-core VM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 SECS=${SECS:-3}
 SCENARIOS=${SCENARIOS:-unary rest grpc stream get}
-SERVERS=${SERVERS:-floor heddle sqlite other python js}
+SERVERS=${SERVERS:-floor heddle sqlite other ra2a python js}
 CONNS=${CONNS:-1 16 64}
 STREAMS=${STREAMS:-64}
 MILLION=${MILLION:-1}
@@ -43,14 +50,22 @@ if [ "$IDLE_STREAMS" -gt 0 ] && [ "$(ulimit -n)" -lt $((IDLE_STREAMS + 1000)) ];
 fi
 
 echo "building (release)..." >&2
-cargo build --release -q -p heddle -p heddle-bench-floor -p heddle-bench-loadgen
+# Heddle itself only when a Heddle server or memory run needs it.
+if has heddle || has sqlite || [ "$MILLION" = 1 ] || [ "$IDLE_STREAMS" -gt 0 ]; then
+  cargo build --release -q -p heddle -p heddle-bench-floor -p heddle-bench-loadgen
+else
+  cargo build --release -q -p heddle-bench-floor -p heddle-bench-loadgen
+fi
 if has other; then
-  cargo build --release -q --manifest-path bench/other-rust/Cargo.toml
+  env -u CARGO_TARGET_DIR cargo build --release -q --manifest-path bench/other-rust/Cargo.toml
+fi
+if has ra2a; then
+  env -u CARGO_TARGET_DIR cargo build --release -q --manifest-path bench/other-rust-ra2a/Cargo.toml
 fi
 if has python || has js; then
   tests/interop/setup.sh >&2
 fi
-R=target/release
+R=${CARGO_TARGET_DIR:-target}/release
 LOADGEN=$R/heddle-bench-loadgen
 work=$(mktemp -d)
 pids=()
@@ -80,6 +95,7 @@ has heddle && start heddle 19191 $R/heddle serve --store memory --listen 127.0.0
 has sqlite && start sqlite 19192 $R/heddle serve --store "sqlite:$work/bench.db" \
   --listen 127.0.0.1:19192 --grpc-listen 127.0.0.1:0 --writer-stream-pause-ms 0
 has other && start other 19193 bench/other-rust/target/release/heddle-bench-other-rust 127.0.0.1:19193
+has ra2a && start ra2a 19198 bench/other-rust-ra2a/target/release/heddle-bench-ra2a 127.0.0.1:19198
 has python && start python 19194 tests/interop/.venv/bin/python \
   tests/interop/servers/python_bench_server.py 19194 19294
 has js && start js 19195 node tests/interop/servers/js_bench_server.mjs 19195 19295
@@ -91,10 +107,28 @@ done
 
 # The bodies: SendMessage (the loadgen's default), its REST form, SendStreamingMessage, GetTask.
 text="Summarize the quarterly report in three short paragraphs."
-echo "{\"message\":{\"messageId\":\"bench-0001\",\"role\":\"ROLE_USER\",\"parts\":[{\"text\":\"$text\"}]}}" >"$work/rest.json"
-send() { # url -> the task id of a SendMessage answer
+message() { # messageId -> SendMessage params
+  echo "{\"message\":{\"messageId\":\"$1\",\"role\":\"ROLE_USER\",\"parts\":[{\"text\":\"$text\"}]}}"
+}
+method() { # server v1.0-method -> the method name that server's JSON-RPC answers to
+  # ra2a takes the v1.0 payloads, but only under the v0.3 method names.
+  case "$1/$2" in
+    ra2a/SendMessage) echo message/send ;;
+    ra2a/SendStreamingMessage) echo message/stream ;;
+    ra2a/GetTask) echo tasks/get ;;
+    *) echo "$2" ;;
+  esac
+}
+rpc() { # server v1.0-method params -> a JSON-RPC request
+  echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"$(method "$1" "$2")\",\"params\":$3}"
+}
+message bench-0001 >"$work/rest.json"
+# The loadgen's default bodies under ra2a's method names.
+rpc ra2a SendMessage "$(message bench-0001)" >"$work/send-ra2a.json"
+rpc ra2a SendStreamingMessage "$(message bench-0001)" >"$work/stream-ra2a.json"
+send() { # server url -> the task id of a SendMessage answer
   curl -sf -H 'Content-Type: application/json' -H 'A2A-Version: 1.0' \
-    -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"SendMessage\",\"params\":{\"message\":{\"messageId\":\"bench-get\",\"role\":\"ROLE_USER\",\"parts\":[{\"text\":\"$text\"}]}}}" "$1" |
+    -d "$(rpc "$1" SendMessage "$(message bench-get)")" "$2" |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["result"]["task"]["id"])'
 }
 
@@ -104,6 +138,7 @@ declare -A cell=(
   [unary/heddle]="http://127.0.0.1:19191/api/v1/agents/echo/a2a"
   [unary/sqlite]="http://127.0.0.1:19192/api/v1/agents/echo/a2a"
   [unary/other]="http://127.0.0.1:19193/echo"
+  [unary/ra2a]="http://127.0.0.1:19198/echo $work/send-ra2a.json"
   [unary/python]="http://127.0.0.1:19194/echo/jsonrpc"
   [unary/js]="http://127.0.0.1:19195/echo/jsonrpc"
   [rest/heddle]="http://127.0.0.1:19191/api/v1/agents/echo/rest/message:send $work/rest.json"
@@ -117,6 +152,7 @@ declare -A cell=(
   [stream/heddle]="sse://127.0.0.1:19191/api/v1/agents/writer-stream/a2a"
   [stream/sqlite]="sse://127.0.0.1:19192/api/v1/agents/writer-stream/a2a"
   [stream/other]="sse://127.0.0.1:19193/stream"
+  [stream/ra2a]="sse://127.0.0.1:19198/stream $work/stream-ra2a.json"
   [stream/python]="sse://127.0.0.1:19194/stream/jsonrpc"
   [stream/js]="sse://127.0.0.1:19195/stream/jsonrpc"
 )
@@ -126,6 +162,7 @@ if [[ " $SCENARIOS " == *" get "* ]]; then
     [heddle]="http://127.0.0.1:19191/api/v1/agents/echo/a2a"
     [sqlite]="http://127.0.0.1:19192/api/v1/agents/echo/a2a"
     [other]="http://127.0.0.1:19193/echo"
+    [ra2a]="http://127.0.0.1:19198/echo"
     [python]="http://127.0.0.1:19194/echo/jsonrpc"
     [js]="http://127.0.0.1:19195/echo/jsonrpc"
   )
@@ -150,8 +187,8 @@ for round in $(seq "$ROUNDS"); do
         # GetTask reads a task made just now: one made at start-up is long
         # evicted from the bounded memory store by the sends in between.
         if [ "$scenario" = get ]; then
-          id=$(send "${get_url[$s]}")
-          echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"GetTask\",\"params\":{\"id\":\"$id\"}}" >"$work/get-$s.json"
+          id=$(send "$s" "${get_url[$s]}")
+          rpc "$s" GetTask "{\"id\":\"$id\"}" >"$work/get-$s.json"
         fi
         pid_var="pid_$s"
         before=$(cpu_ticks "${!pid_var}")
@@ -221,6 +258,11 @@ try:
     for name in ("a2a-lf", "a2a-server-lf"):
         m = re.search(r'name = "%s"\nversion = "([^"]+)"' % name, lock)
         v[name] = m.group(1) if m else "?"
+except OSError:
+    pass
+try:
+    m = re.search(r'name = "ra2a"\nversion = "([^"]+)"', open("bench/other-rust-ra2a/Cargo.lock").read())
+    v["ra2a"] = m.group(1) if m else "?"
 except OSError:
     pass
 print(json.dumps(v))
