@@ -655,6 +655,8 @@ impl RequestHandler {
         start_gen: u64,
         history: Option<i32>,
     ) -> Result<Reply, A2aError> {
+        // `None`: the task finished, so it no longer changes; it is read
+        // after the release below, moved out when this is its last holder.
         let reply = loop {
             let notified = live.settled.notified();
             tokio::pin!(notified);
@@ -663,15 +665,27 @@ impl RequestHandler {
                 let st = live.state.lock().await;
                 if st.settled_gen > start_gen {
                     if let Some(m) = &st.reply {
-                        break Reply::Message(m.clone());
+                        break Some(Reply::Message(m.clone()));
                     }
-                    break Reply::Task(with_history(st.task.clone(), history));
+                    if current_state(&st).is_terminal() {
+                        break None;
+                    }
+                    break Some(Reply::Task(with_history(st.task.clone(), history)));
                 }
             }
             notified.await;
         };
         self.inner.live.release(&live.id);
-        Ok(reply)
+        if let Some(reply) = reply {
+            return Ok(reply);
+        }
+        // Usually the agent is done and the registry let go: the task is
+        // moved into the answer instead of copied (its store copy is saved).
+        let task = match Arc::try_unwrap(live) {
+            Ok(owned) => owned.state.into_inner().task,
+            Err(shared) => shared.state.lock().await.task.clone(),
+        };
+        Ok(Reply::Task(with_history(task, history)))
     }
 
     fn stream_permit(&self) -> Result<OwnedSemaphorePermit, A2aError> {

@@ -11,8 +11,8 @@
 use std::convert::Infallible;
 
 use axum::{
-    extract::State,
-    http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header},
+    extract::{FromRequestParts, State},
+    http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header, request::Parts},
     response::{IntoResponse, Response, Sse, sse::Event, sse::KeepAlive},
 };
 use bytes::Bytes;
@@ -117,13 +117,10 @@ fn effective_version(
 /// Shared by every HTTP binding.
 pub(crate) fn non_json_media_type(headers: &HeaderMap) -> Option<String> {
     let ct = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
-    let mime = ct
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    (mime != "application/json" && mime != "application/a2a+json").then_some(mime)
+    let mime = ct.split(';').next().unwrap_or("").trim();
+    let json = mime.eq_ignore_ascii_case("application/json")
+        || mime.eq_ignore_ascii_case("application/a2a+json");
+    (!json).then(|| mime.to_ascii_lowercase())
 }
 
 fn is_json(headers: &HeaderMap) -> bool {
@@ -151,16 +148,35 @@ fn error_response(id: Id, err: &A2aError) -> Response {
     json_response(&RpcResponse::error(id, err))
 }
 
+/// What the JSON-RPC endpoint reads from a request's head, read in place
+/// (the `HeaderMap` extractor would copy the whole map on every request).
+pub(crate) struct RpcHead {
+    env: Envelope,
+    json: bool,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for RpcHead {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(Self {
+            env: Envelope::from_parts(
+                &parts.headers,
+                parts.uri.query(),
+                parts.extensions.get::<Caller>().cloned(),
+            ),
+            json: is_json(&parts.headers),
+        })
+    }
+}
+
 /// POST handler for a JSON-RPC endpoint.
 pub(crate) async fn endpoint(
     State(handler): State<RequestHandler>,
-    uri: axum::http::Uri,
-    headers: HeaderMap,
-    caller: Option<axum::Extension<Caller>>,
+    RpcHead { env, json }: RpcHead,
     body: Bytes,
 ) -> Response {
-    let env = Envelope::from_parts(&headers, uri.query(), caller.map(|c| c.0));
-    if !is_json(&headers) {
+    if !json {
         let err = A2aError::new(
             ErrorCode::ContentTypeNotSupported,
             "JSON-RPC requests must be application/json",
