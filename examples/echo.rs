@@ -71,6 +71,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let app = AgentRoutes::new(handler).router();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:8081").await?;
     println!("echo agent at {url} (card: {url}.well-known/agent-card.json)");
-    axum::serve(listener, app).await?;
+    heddle_server::listen::serve(listener, app, std::future::pending()).await?;
     Ok(())
 }

@@ -75,6 +75,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "secured echo agent at {url}; send the header api-key: {}",
         key.expose()
     );
-    axum::serve(listener, app).await?;
+    heddle_server::listen::serve(listener, app, std::future::pending()).await?;
     Ok(())
 }

@@ -17,6 +17,9 @@
 //!   binding and the card routes as an axum router.
 //! * `grpc` (feature `grpc`): the gRPC binding, v1.0 and v0.3, for many
 //!   agents on one listener, with health and reflection.
+//! * [`listen`]: serving any of these routers on a TCP listener, HTTP/1.1
+//!   and HTTP/2 on one port (what `heddle serve` uses; `axum::serve` works
+//!   too, with a larger read buffer per HTTP/1 connection).
 //! * `tls` (feature `tls`): serving any of these routers over TLS (rustls),
 //!   with mTLS client certificates as the [`Caller`].
 //!
@@ -30,7 +33,7 @@
 //! let handler = RequestHandler::new("my-agent", card, agent, store, Limits::default());
 //! let app = AgentRoutes::new(handler).router();
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await.unwrap();
-//! axum::serve(listener, app).await.unwrap();
+//! heddle_server::listen::serve(listener, app, std::future::pending()).await.unwrap();
 //! # }
 //! ```
 
