@@ -127,15 +127,19 @@ where
             let conn = hyper_conn::http1::Builder::new().serve_connection(io, service);
             watcher.watch(conn).await.map_err(Into::into)
         }
+        // The other two are boxed: inline, the largest of the three would set
+        // the size of every connection's task, HTTP/1 ones (the many) included.
         Wire::Http2 => {
             let conn =
                 hyper_conn::http2::Builder::new(TokioExecutor::new()).serve_connection(io, service);
-            watcher.watch(conn).await.map_err(Into::into)
+            Box::pin(watcher.watch(conn)).await.map_err(Into::into)
         }
         Wire::Undecided => {
-            let builder = auto::Builder::new(TokioExecutor::new());
-            let conn = builder.serve_connection(io, service);
-            watcher.watch(conn).await
+            Box::pin(async move {
+                let builder = auto::Builder::new(TokioExecutor::new());
+                watcher.watch(builder.serve_connection(io, service)).await
+            })
+            .await
         }
     };
     if let Err(e) = result {

@@ -1,0 +1,96 @@
+//! `listen::serve`: HTTP/1.1 and HTTP/2 with prior knowledge on one port,
+//! and a shutdown that lets a request in flight finish.
+
+use std::time::Duration;
+
+use axum::{Router, routing::get};
+use tokio::{
+    io::{AsyncReadExt as _, AsyncWriteExt as _},
+    net::{TcpListener, TcpStream},
+    sync::oneshot,
+};
+
+fn app() -> Router {
+    Router::new()
+        .route("/ping", get(|| async { "pong" }))
+        .route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                "done"
+            }),
+        )
+}
+
+async fn start() -> (String, oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        heddle_server::listen::serve(listener, app(), async {
+            let _ = stopped.await;
+        })
+        .await
+        .expect("serve");
+    });
+    (addr, stop, server)
+}
+
+#[tokio::test]
+async fn http1_and_http2_prior_knowledge_share_the_port() {
+    let (addr, _stop, _server) = start().await;
+
+    // HTTP/1.1, written by hand in one segment.
+    let mut tcp = TcpStream::connect(&addr).await.expect("connect");
+    tcp.write_all(b"GET /ping HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .expect("write");
+    let mut answer = String::new();
+    tcp.read_to_string(&mut answer).await.expect("read");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.ends_with("pong"), "{answer}");
+
+    // HTTP/1.1 whose request line arrives a byte at a time: the first byte
+    // ("G") already rules HTTP/2 out.
+    let mut tcp = TcpStream::connect(&addr).await.expect("connect");
+    tcp.set_nodelay(true).expect("nodelay");
+    for b in b"GET /ping HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" {
+        tcp.write_all(&[*b]).await.expect("write");
+    }
+    let mut answer = String::new();
+    tcp.read_to_string(&mut answer).await.expect("read");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+
+    // HTTP/2 with prior knowledge (as gRPC clients speak it).
+    let client = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .expect("client");
+    let res = client
+        .get(format!("http://{addr}/ping"))
+        .send()
+        .await
+        .expect("h2 request");
+    assert_eq!(res.version(), reqwest::Version::HTTP_2);
+    assert_eq!(res.text().await.expect("body"), "pong");
+}
+
+#[tokio::test]
+async fn shutdown_lets_the_request_in_flight_finish() {
+    let (addr, stop, server) = start().await;
+    let slow = tokio::spawn(async move {
+        reqwest::get(format!("http://{addr}/slow"))
+            .await
+            .expect("request")
+            .text()
+            .await
+            .expect("body")
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    stop.send(()).expect("stop");
+    assert_eq!(slow.await.expect("join"), "done");
+    tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .expect("the server returns once it is drained")
+        .expect("join");
+}
