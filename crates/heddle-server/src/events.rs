@@ -79,9 +79,9 @@ impl TaskEvents {
         state: v1::TaskState,
         message: Option<v1::Message>,
     ) -> Result<(), EventError> {
-        // Boxed, like `artifact` and `reply`: the persisting and fan-out
-        // state would otherwise sit inside every agent's future for its whole
-        // life (3 KB per idle stream), not just while an event is applied.
+        // Boxed, like `artifact`: the persisting and fan-out state would
+        // otherwise sit inside every agent's future for its whole life
+        // (3 KB per idle stream), not just while an event is applied.
         Box::pin(async move {
             let mut st = self.live.state.lock().await;
             self.apply_status(&mut st, state, message).await

@@ -593,7 +593,11 @@ impl RequestHandler {
             let error = match result {
                 Ok(Ok(())) => None,
                 Ok(Err(e)) => Some(e.0),
-                Err(panic) => Some(panic_reason(panic.as_ref())),
+                Err(panic) => {
+                    // The panic's own text may hold internals: the log only.
+                    tracing::error!(panic = panic_text(panic.as_ref()), "agent panicked");
+                    Some("the agent failed unexpectedly".to_owned())
+                }
             };
             // Boxed so its state is not part of the task for the agent's life.
             Box::pin(handler.finish_execution(&run_live, &events, error)).await;
@@ -986,14 +990,11 @@ fn with_history(mut task: v1::Task, n: Option<i32>) -> v1::Task {
     task
 }
 
-/// What a caller is told when the agent panicked (the panic's own message
-/// goes to the log only: it may hold internals).
-fn panic_reason(panic: &(dyn std::any::Any + Send)) -> String {
-    let detail = panic
+/// The message a panic carried, when it is text.
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
         .downcast_ref::<&str>()
         .copied()
         .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("(no message)");
-    tracing::error!(panic = detail, "agent panicked");
-    "the agent failed unexpectedly".to_owned()
+        .unwrap_or("(no message)")
 }

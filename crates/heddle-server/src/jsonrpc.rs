@@ -374,6 +374,7 @@ fn sse(id: Id, version: ProtocolVersion, stream: crate::handler::EventStream) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use heddle_core::call::Call;
 
     #[test]
     fn header_names_are_the_spec_names() {
@@ -388,7 +389,6 @@ mod tests {
             LEGACY_EXTENSIONS_HEADER.to_ascii_lowercase()
         );
     }
-    use heddle_core::call::Call;
 
     fn decoded(dialect: Dialect) -> Decoded {
         Decoded {

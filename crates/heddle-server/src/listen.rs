@@ -17,7 +17,7 @@
 //! # }
 //! ```
 
-use std::{error::Error as StdError, future::Future, time::Duration};
+use std::{error::Error as StdError, future::Future, net::SocketAddr, time::Duration};
 
 use axum::{Router, extract::Request, response::Response};
 use hyper::{body::Incoming, server::conn as hyper_conn};
@@ -32,7 +32,7 @@ use hyper_util::{
 use tokio::net::{TcpListener, TcpStream};
 
 /// How long open connections get to finish after the shutdown signal.
-pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The first bytes an HTTP/2 client with prior knowledge sends (RFC 9113 §3.4).
 const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -47,9 +47,7 @@ pub(crate) enum Wire {
 }
 
 /// Serves `app` on `listener` (plain TCP) until `shutdown` resolves, then
-/// lets open connections finish (up to 10 s). Accepted sockets get
-/// `TCP_NODELAY`: SSE events and HTTP/2's headers, data and trailers frames
-/// are small writes that must not wait out the peer's delayed ACK.
+/// lets open connections finish (up to 10 s).
 pub async fn serve(
     listener: TcpListener,
     app: Router,
@@ -57,12 +55,36 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     // The route table is built once here, not per connection.
     let app = app.with_state(());
+    accept_loop(listener, shutdown, move |tcp, _peer, watcher| {
+        let app = app.clone();
+        async move {
+            let Ok(wire) = sniff(&tcp).await else { return };
+            serve_connection(TokioIo::new(tcp), wire, app, watcher).await;
+        }
+    })
+    .await
+}
+
+/// Accepts connections until `shutdown` resolves and runs `serve_one` for
+/// each on a task of its own, under the graceful-shutdown watcher it is
+/// given; then lets open connections finish (up to 10 s). Accepted sockets
+/// get `TCP_NODELAY`: SSE events and HTTP/2's headers, data and trailers
+/// frames are small writes that must not wait out the peer's delayed ACK.
+pub(crate) async fn accept_loop<F, Fut>(
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()>,
+    serve_one: F,
+) -> std::io::Result<()>
+where
+    F: Fn(TcpStream, SocketAddr, Watcher) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
-        let tcp = tokio::select! {
+        let (tcp, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((tcp, _)) => tcp,
+                Ok(a) => a,
                 Err(e) => {
                     // Out of file descriptors and the like: back off, go on.
                     tracing::warn!("accept: {e}");
@@ -73,12 +95,7 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         let _ = tcp.set_nodelay(true);
-        let app = app.clone();
-        let watcher = graceful.watcher();
-        tokio::spawn(async move {
-            let Ok(wire) = sniff(&tcp).await else { return };
-            serve_connection(TokioIo::new(tcp), wire, app, watcher).await;
-        });
+        tokio::spawn(serve_one(tcp, peer, graceful.watcher()));
     }
     drop(listener);
     let _ = tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()).await;

@@ -20,7 +20,7 @@
 use std::{future::Future, sync::Arc, time::Duration};
 
 use axum::{Router, extract::Request};
-use hyper_util::{rt::TokioIo, server::graceful::GracefulShutdown};
+use hyper_util::rt::TokioIo;
 use rustls::{
     RootCertStore, ServerConfig,
     pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject},
@@ -33,7 +33,7 @@ use x509_parser::prelude::{FromDer, GeneralName, X509Certificate};
 
 use crate::{
     Caller,
-    listen::{DRAIN_TIMEOUT, Wire, serve_connection},
+    listen::{Wire, accept_loop, serve_connection},
 };
 
 /// The rustls server configuration [`serve_tls`] takes.
@@ -190,26 +190,10 @@ pub async fn serve_tls(
     // Turn the routes into services once, not per connection or request.
     let app = app.with_state(());
     let acceptor = TlsAcceptor::from(config);
-    let graceful = GracefulShutdown::new();
-    let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        let (tcp, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                Err(e) => {
-                    tracing::warn!("accept: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            () = &mut shutdown => break,
-        };
-        // HTTP/2 frames and SSE events are small writes: no Nagle delay.
-        let _ = tcp.set_nodelay(true);
+    accept_loop(listener, shutdown, move |tcp, peer, watcher| {
         let acceptor = acceptor.clone();
         let app = app.clone();
-        let watcher = graceful.watcher();
-        tokio::spawn(async move {
+        async move {
             let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
                 Ok(Ok(tls)) => tls,
                 Ok(Err(e)) => {
@@ -238,11 +222,9 @@ pub async fn serve_tls(
                 req
             });
             serve_connection(TokioIo::new(tls), wire, service, watcher).await;
-        });
-    }
-    drop(listener);
-    let _ = tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()).await;
-    Ok(())
+        }
+    })
+    .await
 }
 
 #[cfg(test)]
