@@ -1141,3 +1141,148 @@ fn prost_types_name(bytes: &[u8]) -> String {
     }
     Named::decode(bytes).expect("file descriptor").name
 }
+
+/// A gRPC call made by hand: `(grpc-status, grpc-message, answer frames)`,
+/// the status read from the headers (trailers-only) or from the trailers.
+async fn raw_grpc(
+    routes: &Router,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Vec<u8>,
+) -> (String, String, Vec<u8>) {
+    let mut b = Request::builder()
+        .method(Method::POST)
+        .uri(path)
+        .header(header::CONTENT_TYPE, "application/grpc")
+        .header("te", "trailers");
+    for (k, v) in headers {
+        b = b.header(*k, *v);
+    }
+    let resp = routes
+        .clone()
+        .oneshot(b.body(Body::from(body)).expect("request"))
+        .await
+        .expect("infallible");
+    assert_eq!(resp.status(), 200, "gRPC answers are HTTP 200");
+    let (parts, body) = resp.into_parts();
+    let collected = body.collect().await.expect("body");
+    let trailers = collected.trailers().cloned().unwrap_or_default();
+    let field = |name: &str| {
+        parts
+            .headers
+            .get(name)
+            .or_else(|| trailers.get(name))
+            .map(|v| v.to_str().expect("ascii").to_owned())
+            .unwrap_or_default()
+    };
+    (
+        field("grpc-status"),
+        field("grpc-message"),
+        collected.to_bytes().to_vec(),
+    )
+}
+
+fn grpc_frame(flag: u8, payload: &[u8]) -> Vec<u8> {
+    let mut out = vec![flag];
+    out.extend_from_slice(&u32::try_from(payload.len()).expect("small").to_be_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+/// Unary calls skip tonic's per-call codec (`heddle_server::grpc::Unary`):
+/// the answers are still ordinary gRPC, malformed frames get the status codes
+/// tonic gives them, and compressed requests tonic's own answer.
+#[tokio::test]
+async fn grpc_unary_calls_answer_and_refuse_like_tonic() {
+    let hub = Hub::builder("http://test.local", Arc::new(MemoryStore::default()))
+        .agent(
+            "echo",
+            AgentProfile::new("echo", "Echo", "echo", &["t"]),
+            Arc::new(Echo),
+        )
+        .build()
+        .await;
+    let routes = hub.grpc_routes().expect("gRPC").into_axum_router();
+    let send = v1::SendMessageRequest {
+        message: Some(v1::Message::new(
+            "raw-1",
+            v1::Role::User,
+            vec![v1::Part::text("hi")],
+        )),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let path = "/lf.a2a.v1.A2AService/SendMessage";
+
+    let (code, _, body) = raw_grpc(&routes, path, &[], grpc_frame(0, &send)).await;
+    assert_eq!(code, "0");
+    let answer = v1::SendMessageResponse::decode(&body[5..]).expect("one answer message");
+    assert_eq!(
+        body[..5],
+        grpc_frame(0, &body[5..])[..5],
+        "one uncompressed frame"
+    );
+    let Some(v1::send_message_response::Payload::Task(task)) = answer.payload else {
+        panic!("echo answers with a task: {answer:?}");
+    };
+
+    // Trailers-only errors from the handler: an unknown task.
+    let get = v1::GetTaskRequest {
+        id: "no-such-task".into(),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let (code, _, body) = raw_grpc(
+        &routes,
+        "/lf.a2a.v1.A2AService/GetTask",
+        &[],
+        grpc_frame(0, &get),
+    )
+    .await;
+    assert_eq!((code.as_str(), body.len()), ("5", 0));
+    let get = v1::GetTaskRequest {
+        id: task.id.clone(),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let (code, _, body) = raw_grpc(
+        &routes,
+        "/lf.a2a.v1.A2AService/GetTask",
+        &[],
+        grpc_frame(0, &get),
+    )
+    .await;
+    assert_eq!(code, "0");
+    assert_eq!(v1::Task::decode(&body[5..]).expect("task").id, task.id);
+
+    // Framing errors, and what tonic says to a compressed message.
+    let gzip = [("grpc-encoding", "gzip")];
+    let cases = [
+        (&[][..], Vec::new(), "13"),
+        (&[], vec![0, 0], "13"),
+        (&[], grpc_frame(1, &send), "13"),
+        (&[], grpc_frame(0, &send)[..9].to_vec(), "13"),
+        (&[], [0, 0x7f, 0xff, 0xff, 0xff].to_vec(), "11"),
+        (&gzip, grpc_frame(1, &send), "12"),
+    ];
+    for (headers, body, want) in cases {
+        let (code, message, _) = raw_grpc(&routes, path, headers, body.clone()).await;
+        assert_eq!(code, want, "{headers:?} {body:?}: {message}");
+    }
+    // The v0.3 service takes the same path.
+    let (code, message, _) = raw_grpc(
+        &routes,
+        "/a2a.v1.A2AService/GetTask",
+        &[],
+        grpc_frame(
+            0,
+            &pb::GetTaskRequest {
+                name: "not-a-task-name".into(),
+                ..Default::default()
+            }
+            .encode_to_vec(),
+        ),
+    )
+    .await;
+    assert_eq!(code, "3", "{message}");
+}

@@ -45,7 +45,11 @@
 //! [`GrpcRouter::routes`] gives a [`Routes`] with both services, health and
 //! reflection: serve it with `tonic::transport::Server::builder().add_routes(…)`
 //! or as an axum router (`routes.into_axum_router()`) with `axum::serve`, which
-//! speaks HTTP/2 without TLS (h2c) when axum's `http2` feature is on.
+//! speaks HTTP/2 without TLS (h2c) when axum's `http2` feature is on. In
+//! those routes each A2A service is wrapped in a [`Unary`], which answers the
+//! unary RPCs without tonic's per-call codec and passes everything else to
+//! the generated server (see [`unary`]); the generated servers alone are
+//! [`GrpcRouter::v1_service`] and [`GrpcRouter::v03_service`].
 
 use std::{collections::BTreeMap, pin::Pin, sync::Arc};
 
@@ -57,6 +61,10 @@ use heddle_core::{
 use heddle_proto::{v1::a2a_service_server as v1_server, v03::a2a_service_server as v03_server};
 use prost::Message as _;
 use tonic::{Code, Request, Response, Status, metadata::MetadataMap, service::Routes};
+
+pub mod unary;
+
+pub use unary::Unary;
 
 use crate::{
     agent::Caller,
@@ -170,18 +178,14 @@ impl GrpcRouter {
 
     /// The v1.0 service.
     pub fn v1_service(&self) -> v1_server::A2aServiceServer<V1Service> {
-        v1_server::A2aServiceServer::new(V1Service {
-            router: Arc::new(self.clone()),
-        })
-        .max_decoding_message_size(self.max_message_bytes())
+        v1_server::A2aServiceServer::new(V1Service::new(self))
+            .max_decoding_message_size(self.max_message_bytes())
     }
 
     /// The v0.3 service.
     pub fn v03_service(&self) -> v03_server::A2aServiceServer<V03Service> {
-        v03_server::A2aServiceServer::new(V03Service {
-            router: Arc::new(self.clone()),
-        })
-        .max_decoding_message_size(self.max_message_bytes())
+        v03_server::A2aServiceServer::new(V03Service::new(self))
+            .max_decoding_message_size(self.max_message_bytes())
     }
 
     /// Both services, `grpc.health.v1.Health` (SERVING for both) and server
@@ -194,8 +198,9 @@ impl GrpcRouter {
                 .set_service_status(name, tonic_health::ServingStatus::Serving)
                 .await;
         }
-        let mut routes = Routes::new(self.v1_service())
-            .add_service(self.v03_service())
+        let max = self.max_message_bytes();
+        let mut routes = Routes::new(Unary::new(V1Service::new(self), self.v1_service(), max))
+            .add_service(Unary::new(V03Service::new(self), self.v03_service(), max))
             .add_service(health);
         let builder = || {
             tonic_reflection::server::Builder::configure()
@@ -311,6 +316,12 @@ pub struct V1Service {
 }
 
 impl V1Service {
+    fn new(router: &GrpcRouter) -> Self {
+        Self {
+            router: Arc::new(router.clone()),
+        }
+    }
+
     /// Resolves the tenant, builds the context and runs the call.
     async fn run(&self, inc: &Incoming, tenant: &str, call: Call) -> Result<Reply, Status> {
         let cx = context(inc, ProtocolVersion::V1_0)?;
@@ -486,6 +497,12 @@ pub struct V03Service {
 }
 
 impl V03Service {
+    fn new(router: &GrpcRouter) -> Self {
+        Self {
+            router: Arc::new(router.clone()),
+        }
+    }
+
     /// The agent named by the `a2a-tenant` metadata, or the default one.
     fn handler(&self, inc: &Incoming) -> Result<&RequestHandler, Status> {
         let tenant = inc

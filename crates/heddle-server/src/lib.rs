@@ -13,7 +13,7 @@
 //! * [`agent`]: the [`AgentExecutor`] trait agents implement.
 //! * [`handler`]: the dispatcher and task manager.
 //! * [`lifecycle`]: the task state machine.
-//! * [`jsonrpc`] (private) and [`server::AgentRoutes`]: the JSON-RPC + SSE
+//! * `jsonrpc` (private) and [`server::AgentRoutes`]: the JSON-RPC + SSE
 //!   binding and the card routes as an axum router.
 //! * `grpc` (feature `grpc`): the gRPC binding, v1.0 and v0.3, for many
 //!   agents on one listener, with health and reflection.
