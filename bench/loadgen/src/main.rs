@@ -39,7 +39,6 @@ use hyper::{
     client::conn::{http1, http2},
 };
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use prost::Message as _;
 
 const DEFAULT_BODY: &str = r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"bench-0001","role":"ROLE_USER","parts":[{"text":"Summarize the quarterly report in three short paragraphs."}]}}}"#;
 const DEFAULT_STREAM_BODY: &str = r#"{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"messageId":"bench-0001","role":"ROLE_USER","parts":[{"text":"Summarize the quarterly report in three short paragraphs."}]}}}"#;
@@ -110,16 +109,7 @@ fn grpc_body(tenant: &str) -> Bytes {
         message: Some(message),
         ..Default::default()
     };
-    let payload = request.encode_to_vec();
-    let mut framed = Vec::with_capacity(payload.len() + 5);
-    framed.push(0);
-    framed.extend_from_slice(
-        &u32::try_from(payload.len())
-            .unwrap_or(u32::MAX)
-            .to_be_bytes(),
-    );
-    framed.extend_from_slice(&payload);
-    Bytes::from(framed)
+    Bytes::from(heddle_core::grpc_frame::encode(&request).unwrap_or_default())
 }
 
 /// One gRPC stream: calls in a loop on a shared HTTP/2 connection.

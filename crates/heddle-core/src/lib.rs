@@ -29,6 +29,7 @@ pub mod call;
 pub mod card;
 pub mod compat;
 pub mod error;
+pub mod grpc_frame;
 pub mod jsonrpc;
 pub mod method;
 pub mod sse;

@@ -6,9 +6,9 @@
 //! that machinery cost more than the call itself (callgrind: about 12k
 //! instructions of an echo `SendMessage`'s 84k). A unary request is one
 //! length-prefixed message, so [`Unary`] reads the body whole, decodes the
-//! message with prost, calls the very same [`V1Service`] / [`V03Service`]
-//! method tonic would call, and answers with one DATA frame and the
-//! `grpc-status` trailer.
+//! message ([`heddle_core::grpc_frame`]), calls the very same
+//! [`V1Service`] / [`V03Service`] method tonic would call, and answers with
+//! one DATA frame and the `grpc-status` trailer.
 //!
 //! Everything else goes to the tonic-generated service unchanged: the
 //! streaming RPCs, unknown methods, and any request whose message is
@@ -24,7 +24,7 @@ use std::{
     task::{Context, Poll},
 };
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, header::CONTENT_TYPE};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::{Body, Frame, SizeHint};
@@ -32,14 +32,13 @@ use prost::Message;
 use tonic::{Request, Response, Status, body::Body as TonicBody, server::NamedService};
 use tower::Service;
 
+use heddle_core::grpc_frame::{self, FrameError};
 use heddle_proto::{v1::a2a_service_server as v1_server, v03::a2a_service_server as v03_server};
 
 use super::{V1Service, V03Service};
 
 /// `Content-Type` of every gRPC answer.
 const GRPC_CONTENT_TYPE: HeaderValue = HeaderValue::from_static("application/grpc");
-/// Length of a gRPC message frame's header: a compression flag and a big-endian `u32` length.
-const FRAME_HEADER: usize = 5;
 
 type HttpRequest = http::Request<TonicBody>;
 type HttpResponse = http::Response<TonicBody>;
@@ -197,7 +196,7 @@ async fn read_request<Req: Message + Default>(
     max_message_bytes: usize,
 ) -> Result<Request<Req>, Status> {
     let (mut parts, body) = req.into_parts();
-    let limit = max_message_bytes.saturating_add(FRAME_HEADER);
+    let limit = max_message_bytes.saturating_add(grpc_frame::FRAME_HEADER);
     let collected =
         Limited::new(body, limit)
             .collect()
@@ -205,80 +204,39 @@ async fn read_request<Req: Message + Default>(
             .map_err(|e| match e.downcast::<Status>() {
                 Ok(status) => *status,
                 Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-                    too_large(max_message_bytes, None)
+                    Status::out_of_range(format!(
+                        "the request is larger than the message limit of {max_message_bytes} bytes"
+                    ))
                 }
                 Err(e) => Status::internal(format!("reading the request: {e}")),
             })?;
     if let Some(trailers) = collected.trailers() {
         parts.headers.extend(trailers.clone());
     }
-    let message = decode_frame(&collected.to_bytes(), max_message_bytes)?;
+    let message = grpc_frame::decode_one(&collected.to_bytes(), max_message_bytes)
+        .map_err(|e| frame_status(&e))?;
     Ok(Request::from_http(http::Request::from_parts(
         parts, message,
     )))
 }
 
-/// The one length-prefixed message of a unary request body.
-fn decode_frame<Req: Message + Default>(
-    body: &[u8],
-    max_message_bytes: usize,
-) -> Result<Req, Status> {
-    let Some((head, rest)) = body.split_first_chunk::<FRAME_HEADER>() else {
-        return Err(if body.is_empty() {
-            Status::internal("Missing request message.")
-        } else {
-            Status::internal("Unexpected EOF decoding stream.")
-        });
-    };
-    match head[0] {
-        0 => {}
-        1 => {
-            return Err(Status::internal(
-                "protocol error: received message with compressed-flag but no grpc-encoding was specified",
-            ));
-        }
-        f => {
-            return Err(Status::internal(format!(
-                "protocol error: received message with invalid compression flag: {f} (valid flags are 0 and 1)"
-            )));
-        }
+/// A framing error as tonic reports it.
+fn frame_status(e: &FrameError) -> Status {
+    if e.is_size_limit() {
+        Status::out_of_range(e.to_string())
+    } else {
+        Status::internal(e.to_string())
     }
-    let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
-    if len > max_message_bytes {
-        return Err(too_large(max_message_bytes, Some(len)));
-    }
-    match rest.len().cmp(&len) {
-        std::cmp::Ordering::Less => Err(Status::internal("Unexpected EOF decoding stream.")),
-        std::cmp::Ordering::Greater => Err(Status::internal(
-            "a unary call takes exactly one request message",
-        )),
-        std::cmp::Ordering::Equal => Req::decode(rest).map_err(|e| Status::internal(e.to_string())),
-    }
-}
-
-/// A request over the size limit, in tonic's words when the length is known.
-fn too_large(limit: usize, found: Option<usize>) -> Status {
-    Status::out_of_range(match found {
-        Some(len) => format!(
-            "Error, decoded message length too large: found {len} bytes, the limit is: {limit} bytes"
-        ),
-        None => format!("the request body is larger than the message limit of {limit} bytes"),
-    })
 }
 
 /// A successful answer: `message` in one frame, then `grpc-status: 0`.
 fn respond<M: Message>(message: &M) -> HttpResponse {
-    let len = message.encoded_len();
-    let Ok(prefix) = u32::try_from(len) else {
-        return Status::resource_exhausted(format!("the answer is too large ({len} bytes)"))
+    let Some(frame) = grpc_frame::encode(message) else {
+        return Status::resource_exhausted("the answer is larger than a gRPC message can be")
             .into_http();
     };
-    let mut buf = BytesMut::with_capacity(FRAME_HEADER + len);
-    buf.put_u8(0);
-    buf.put_u32(prefix);
-    message.encode_raw(&mut buf);
     let mut response = http::Response::new(TonicBody::new(OneMessage {
-        data: Some(buf.freeze()),
+        data: Some(Bytes::from(frame)),
         trailers: true,
     }));
     response
@@ -327,51 +285,18 @@ mod tests {
     use super::*;
     use heddle_core::v1;
 
-    fn frame(flag: u8, payload: &[u8]) -> Vec<u8> {
-        let mut out = vec![flag];
-        out.extend_from_slice(&u32::try_from(payload.len()).expect("small").to_be_bytes());
-        out.extend_from_slice(payload);
-        out
-    }
-
     #[test]
-    fn a_well_formed_frame_decodes() {
-        let msg = v1::GetTaskRequest {
-            id: "t-1".into(),
-            ..Default::default()
-        };
-        let got: v1::GetTaskRequest =
-            decode_frame(&frame(0, &msg.encode_to_vec()), 1024).expect("decodes");
-        assert_eq!(got, msg);
-    }
-
-    #[test]
-    fn malformed_frames_are_internal_or_out_of_range() {
-        let payload = v1::GetTaskRequest {
-            id: "t-1".into(),
-            ..Default::default()
-        }
-        .encode_to_vec();
-        let cases: [(Vec<u8>, tonic::Code); 7] = [
-            (Vec::new(), tonic::Code::Internal),
-            (vec![0, 0, 0], tonic::Code::Internal),
-            (frame(1, &payload), tonic::Code::Internal),
-            (frame(7, &payload), tonic::Code::Internal),
-            (frame(0, &payload)[..8].to_vec(), tonic::Code::Internal),
-            (
-                [frame(0, &payload), frame(0, &payload)].concat(),
-                tonic::Code::Internal,
-            ),
-            (frame(0, &[0xff; 2000]), tonic::Code::OutOfRange),
-        ];
-        for (body, code) in cases {
-            let err = decode_frame::<v1::GetTaskRequest>(&body, 1024).expect_err("refused");
-            assert_eq!(err.code(), code, "{body:?}: {}", err.message());
-        }
-        // Bytes that are not the message: a field with a truncated length.
-        let err = decode_frame::<v1::GetTaskRequest>(&frame(0, &[0x0a, 0x10, b'x']), 1024)
-            .expect_err("refused");
-        assert_eq!(err.code(), tonic::Code::Internal);
+    fn size_limits_are_out_of_range_and_bad_frames_internal() {
+        let big = FrameError::TooLarge { len: 10, limit: 5 };
+        assert_eq!(frame_status(&big).code(), tonic::Code::OutOfRange);
+        assert_eq!(
+            frame_status(&FrameError::Missing).code(),
+            tonic::Code::Internal
+        );
+        assert_eq!(
+            frame_status(&FrameError::Missing).message(),
+            "Missing request message."
+        );
     }
 
     #[tokio::test]
@@ -385,8 +310,7 @@ mod tests {
         let collected = response.into_body().collect().await.expect("body");
         let trailers = collected.trailers().cloned().expect("trailers");
         assert_eq!(trailers["grpc-status"], "0");
-        let bytes = collected.to_bytes();
-        let back: v1::Task = decode_frame(&bytes, 1024).expect("decodes");
+        let back: v1::Task = grpc_frame::decode_one(&collected.to_bytes(), 1024).expect("decodes");
         assert_eq!(back, msg);
     }
 }
