@@ -1226,32 +1226,18 @@ async fn grpc_unary_calls_answer_and_refuse_like_tonic() {
         panic!("echo answers with a task: {answer:?}");
     };
 
-    // Trailers-only errors from the handler: an unknown task.
-    let get = v1::GetTaskRequest {
-        id: "no-such-task".into(),
-        ..Default::default()
-    }
-    .encode_to_vec();
-    let (code, _, body) = raw_grpc(
-        &routes,
-        "/lf.a2a.v1.A2AService/GetTask",
-        &[],
-        grpc_frame(0, &get),
-    )
-    .await;
+    let get_task = |id: &str| {
+        let request = v1::GetTaskRequest {
+            id: id.into(),
+            ..Default::default()
+        };
+        let frame = heddle_core::grpc_frame::encode(&request).expect("small");
+        raw_grpc(&routes, "/lf.a2a.v1.A2AService/GetTask", &[], frame)
+    };
+    // A trailers-only error from the handler: an unknown task.
+    let (code, _, body) = get_task("no-such-task").await;
     assert_eq!((code.as_str(), body.len()), ("5", 0));
-    let get = v1::GetTaskRequest {
-        id: task.id.clone(),
-        ..Default::default()
-    }
-    .encode_to_vec();
-    let (code, _, body) = raw_grpc(
-        &routes,
-        "/lf.a2a.v1.A2AService/GetTask",
-        &[],
-        grpc_frame(0, &get),
-    )
-    .await;
+    let (code, _, body) = get_task(&task.id).await;
     assert_eq!(code, "0");
     assert_eq!(v1::Task::decode(&body[5..]).expect("task").id, task.id);
 

@@ -63,65 +63,86 @@ impl<Svc, S> Unary<Svc, S> {
     }
 }
 
-impl NamedService for Unary<V1Service, v1_server::A2aServiceServer<V1Service>> {
+/// How a unary RPC is answered: the service, the request, the message limit.
+type Answer<Svc> = fn(Svc, HttpRequest, usize) -> BoxFuture;
+
+/// One A2A service's unary RPCs, by method name.
+pub trait UnaryRpcs: Clone + Send + 'static {
+    /// The full service name, whose methods are `/{NAME}/{method}`.
+    const NAME: &'static str;
+    /// How `method` is answered, if it is one of the service's unary RPCs.
+    fn answer(method: &str) -> Option<Answer<Self>>;
+}
+
+/// An [`Answer`] that runs trait method `$method` of `$trait`.
+macro_rules! answer {
+    ($trait:path, $method:ident) => {
+        Some(|service, req, max| {
+            Box::pin(call(req, max, move |r| async move {
+                <_ as $trait>::$method(&service, r).await
+            }))
+        })
+    };
+}
+
+impl UnaryRpcs for V1Service {
     const NAME: &'static str = super::V1_SERVICE;
-}
 
-impl NamedService for Unary<V03Service, v03_server::A2aServiceServer<V03Service>> {
-    const NAME: &'static str = super::V03_SERVICE;
-}
-
-/// Answers `req` through `method` of `service` if it is a plain unary call.
-macro_rules! unary {
-    ($self:ident, $req:ident, $trait:path, $method:ident) => {{
-        let service = $self.service.clone();
-        Box::pin(call($req, $self.max_message_bytes, move |r| async move {
-            <_ as $trait>::$method(&service, r).await
-        }))
-    }};
-}
-
-impl Service<HttpRequest> for Unary<V1Service, v1_server::A2aServiceServer<V1Service>> {
-    type Response = HttpResponse;
-    type Error = Infallible;
-    type Future = BoxFuture;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: HttpRequest) -> BoxFuture {
+    fn answer(method: &str) -> Option<Answer<Self>> {
         use v1_server::A2aService as A;
-        if compressed(&req) {
-            return self.generated.call(req);
-        }
-        let Some(method) = req.uri().path().strip_prefix("/lf.a2a.v1.A2AService/") else {
-            return self.generated.call(req);
-        };
         match method {
-            "SendMessage" => unary!(self, req, A, send_message),
-            "GetTask" => unary!(self, req, A, get_task),
-            "ListTasks" => unary!(self, req, A, list_tasks),
-            "CancelTask" => unary!(self, req, A, cancel_task),
+            "SendMessage" => answer!(A, send_message),
+            "GetTask" => answer!(A, get_task),
+            "ListTasks" => answer!(A, list_tasks),
+            "CancelTask" => answer!(A, cancel_task),
             "CreateTaskPushNotificationConfig" => {
-                unary!(self, req, A, create_task_push_notification_config)
+                answer!(A, create_task_push_notification_config)
             }
-            "GetTaskPushNotificationConfig" => {
-                unary!(self, req, A, get_task_push_notification_config)
-            }
+            "GetTaskPushNotificationConfig" => answer!(A, get_task_push_notification_config),
             "ListTaskPushNotificationConfigs" => {
-                unary!(self, req, A, list_task_push_notification_configs)
+                answer!(A, list_task_push_notification_configs)
             }
             "DeleteTaskPushNotificationConfig" => {
-                unary!(self, req, A, delete_task_push_notification_config)
+                answer!(A, delete_task_push_notification_config)
             }
-            "GetExtendedAgentCard" => unary!(self, req, A, get_extended_agent_card),
-            _ => self.generated.call(req),
+            "GetExtendedAgentCard" => answer!(A, get_extended_agent_card),
+            _ => None,
         }
     }
 }
 
-impl Service<HttpRequest> for Unary<V03Service, v03_server::A2aServiceServer<V03Service>> {
+impl UnaryRpcs for V03Service {
+    const NAME: &'static str = super::V03_SERVICE;
+
+    fn answer(method: &str) -> Option<Answer<Self>> {
+        use v03_server::A2aService as A;
+        match method {
+            "SendMessage" => answer!(A, send_message),
+            "GetTask" => answer!(A, get_task),
+            "CancelTask" => answer!(A, cancel_task),
+            "CreateTaskPushNotificationConfig" => {
+                answer!(A, create_task_push_notification_config)
+            }
+            "GetTaskPushNotificationConfig" => answer!(A, get_task_push_notification_config),
+            "ListTaskPushNotificationConfig" => answer!(A, list_task_push_notification_config),
+            "DeleteTaskPushNotificationConfig" => {
+                answer!(A, delete_task_push_notification_config)
+            }
+            "GetAgentCard" => answer!(A, get_agent_card),
+            _ => None,
+        }
+    }
+}
+
+impl<Svc: UnaryRpcs, S> NamedService for Unary<Svc, S> {
+    const NAME: &'static str = Svc::NAME;
+}
+
+impl<Svc, S> Service<HttpRequest> for Unary<Svc, S>
+where
+    Svc: UnaryRpcs,
+    S: Service<HttpRequest, Response = HttpResponse, Error = Infallible, Future = BoxFuture>,
+{
     type Response = HttpResponse;
     type Error = Infallible;
     type Future = BoxFuture;
@@ -131,31 +152,17 @@ impl Service<HttpRequest> for Unary<V03Service, v03_server::A2aServiceServer<V03
     }
 
     fn call(&mut self, req: HttpRequest) -> BoxFuture {
-        use v03_server::A2aService as A;
-        if compressed(&req) {
-            return self.generated.call(req);
-        }
-        let Some(method) = req.uri().path().strip_prefix("/a2a.v1.A2AService/") else {
-            return self.generated.call(req);
-        };
-        match method {
-            "SendMessage" => unary!(self, req, A, send_message),
-            "GetTask" => unary!(self, req, A, get_task),
-            "CancelTask" => unary!(self, req, A, cancel_task),
-            "CreateTaskPushNotificationConfig" => {
-                unary!(self, req, A, create_task_push_notification_config)
-            }
-            "GetTaskPushNotificationConfig" => {
-                unary!(self, req, A, get_task_push_notification_config)
-            }
-            "ListTaskPushNotificationConfig" => {
-                unary!(self, req, A, list_task_push_notification_config)
-            }
-            "DeleteTaskPushNotificationConfig" => {
-                unary!(self, req, A, delete_task_push_notification_config)
-            }
-            "GetAgentCard" => unary!(self, req, A, get_agent_card),
-            _ => self.generated.call(req),
+        let answer = req
+            .uri()
+            .path()
+            .strip_prefix('/')
+            .and_then(|p| p.strip_prefix(Svc::NAME))
+            .and_then(|p| p.strip_prefix('/'))
+            .and_then(Svc::answer)
+            .filter(|_| !compressed(&req));
+        match answer {
+            Some(answer) => answer(self.service.clone(), req, self.max_message_bytes),
+            None => self.generated.call(req),
         }
     }
 }
