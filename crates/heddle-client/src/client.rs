@@ -15,6 +15,8 @@ use heddle_core::{
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::{Value, json};
 
+use heddle_signing::Verdict;
+
 use crate::{
     ClientError, Credentials,
     credentials::{KeyPlace, api_key_place, is_sensitive_header},
@@ -872,27 +874,56 @@ impl A2aClient {
         }
     }
 
-    /// GetExtendedAgentCard.
+    /// GetExtendedAgentCard. With [`ClientOptions::card_verification`] set,
+    /// the extended card must carry a signature that verifies, as the public
+    /// card must at discovery: one over the JSON as served, or over the v1.0
+    /// JSON of the card returned (what a card that arrives as protobuf, or
+    /// in v0.3 form, can be checked against).
     pub async fn extended_card(&self) -> Result<v1::AgentCard, ClientError> {
-        match (self.binding, self.version) {
-            (Binding::Grpc, _) => self.grpc()?.extended_card().await,
+        let (card, served) = self.fetch_extended_card().await?;
+        let Some(verification) = &self.opts.card_verification else {
+            return Ok(card);
+        };
+        let model = to_value(&card)?;
+        let mut verdict = verification
+            .verify(&self.http, served.as_ref().unwrap_or(&model))
+            .await?;
+        if served.is_some() && !matches!(verdict, Verdict::Verified { .. }) {
+            let of_model = verification.verify(&self.http, &model).await?;
+            if matches!(of_model, Verdict::Verified { .. }) {
+                verdict = of_model;
+            }
+        }
+        match verdict {
+            Verdict::Verified { .. } => Ok(card),
+            other => Err(ClientError::CardSignature(format!(
+                "extended card: {other}"
+            ))),
+        }
+    }
+
+    /// The extended card, and its JSON as served when it came as JSON.
+    async fn fetch_extended_card(&self) -> Result<(v1::AgentCard, Option<Value>), ClientError> {
+        let doc = match (self.binding, self.version) {
+            (Binding::Grpc, _) => return Ok((self.grpc()?.extended_card().await?, None)),
             (Binding::Rest, ProtocolVersion::V0_3) => {
-                let c: v03_pb::AgentCard =
-                    self.rest(reqwest::Method::GET, "/v1/card", None).await?;
-                Ok(v03_proto::card_to_v1(&c))
+                let doc: Value = self.rest(reqwest::Method::GET, "/v1/card", None).await?;
+                let c: v03_pb::AgentCard = serde_json::from_value(doc.clone()).map_err(|e| {
+                    ClientError::InvalidResponse(format!("GetExtendedAgentCard result: {e}"))
+                })?;
+                return Ok((v03_proto::card_to_v1(&c), Some(doc)));
             }
             (Binding::Rest, _) => {
                 self.rest(reqwest::Method::GET, "/extendedAgentCard", None)
-                    .await
+                    .await?
             }
-            (_, ProtocolVersion::V1_0) => self.rpc(Method::GetExtendedAgentCard, json!({})).await,
-            (_, ProtocolVersion::V0_3) => {
-                let doc = self
-                    .rpc_raw(Method::GetExtendedAgentCard, json!({}))
-                    .await?;
-                heddle_core::card::parse_card(&doc).map_err(ClientError::A2a)
+            (_, _) => {
+                self.rpc_raw(Method::GetExtendedAgentCard, json!({}))
+                    .await?
             }
-        }
+        };
+        let card = heddle_core::card::parse_card(&doc).map_err(ClientError::A2a)?;
+        Ok((card, Some(doc)))
     }
 }
 

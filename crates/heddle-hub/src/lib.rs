@@ -317,7 +317,8 @@ impl HubBuilder {
 
     /// Runs `hook(agent_id, card)` on each agent's card once its interfaces
     /// are set, before anything serves it: to sign it, for example
-    /// (`heddle_signing::CardSigner::sign`).
+    /// (`heddle_signing::CardSigner::sign`). With an authenticator it runs on
+    /// the extended card too.
     #[must_use]
     pub fn card_hook(mut self, hook: CardHook) -> Self {
         self.card_hook = Some(hook);
@@ -388,21 +389,25 @@ impl HubBuilder {
                     &a.profile,
                     self.bindings,
                 );
-                let (mut card, extended) = match &self.auth {
+                let (mut card, mut extended) = match &self.auth {
                     Some(auth) => {
                         let (card, extended) = auth::secured_cards(auth, card);
                         (card, Some(extended))
                     }
                     None => (card, None),
                 };
-                if notifier.is_some()
-                    && let Some(caps) = card.capabilities.as_mut()
-                {
-                    caps.push_notifications = Some(true);
-                }
-                // Last: a signature covers the card exactly as served.
-                if let Some(hook) = &self.card_hook {
-                    hook(&a.id, &mut card);
+                // The extended card is served like the public one: same
+                // capabilities, and signed by the same hook.
+                for served in std::iter::once(&mut card).chain(extended.as_mut()) {
+                    if notifier.is_some()
+                        && let Some(caps) = served.capabilities.as_mut()
+                    {
+                        caps.push_notifications = Some(true);
+                    }
+                    // Last: a signature covers the card exactly as served.
+                    if let Some(hook) = &self.card_hook {
+                        hook(&a.id, served);
+                    }
                 }
                 let mut handler = RequestHandler::new(
                     a.id.clone(),

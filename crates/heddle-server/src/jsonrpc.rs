@@ -323,10 +323,10 @@ fn encode_reply(id: Id, version: ProtocolVersion, method: Method, reply: Reply) 
         (ProtocolVersion::V1_0, Reply::Card(c)) => encode(id, &c),
         (ProtocolVersion::V0_3, Reply::Task(t)) => encode(id, &v03::Task::from_v1(&t)),
         (ProtocolVersion::V0_3, Reply::Message(m)) => encode(id, &v03::Message::from_v1(&m)),
-        (ProtocolVersion::V0_3, Reply::Card(c)) => match v03::AgentCard::from_v1(&c) {
-            Some(old) => encode(id, &old),
-            None => encode(id, &c),
-        },
+        // The dual form the well-known URL serves: what the card's signatures cover.
+        (ProtocolVersion::V0_3, Reply::Card(c)) => {
+            encode(id, &heddle_core::card::dual_card_json(&c))
+        }
         (ProtocolVersion::V0_3, Reply::Tasks(_)) => {
             encode_error(id, &heddle_core::call::method_not_found("ListTasks"))
         }

@@ -2,7 +2,7 @@
 //! dual v1.0 + v0.3 form of [`heddle_core::card::dual_card_json`]), with the
 //! signature kept in the card model so every binding serves it.
 
-use heddle_core::{card::dual_card_json, v1};
+use heddle_core::{card::dual_card_json, compat::v03_proto, v1};
 use serde_json::{Value, json};
 
 use crate::{SigningError, SigningKey, sign_card};
@@ -26,16 +26,27 @@ impl CardSigner {
     }
 
     /// Adds a signature over `card`'s served JSON to `card.signatures`, and
-    /// for a dual card a second one over its v1.0 JSON alone, which is what
-    /// the official Python SDK's verifier checks.
+    /// for a dual card two more:
+    ///
+    /// * over its v1.0 JSON alone, which is what the official Python SDK's
+    ///   verifier checks;
+    /// * over the v1.0 JSON of its v0.3 form, which is all a v0.3 client
+    ///   reading it as protobuf (gRPC) or its ProtoJSON (REST) receives: the
+    ///   v0.3 model has no place for the v1.0 interfaces or tenants.
     pub fn sign(&self, card: &mut v1::AgentCard) -> Result<(), SigningError> {
+        let to_json = |c: &v1::AgentCard| {
+            serde_json::to_value(c).map_err(|e| SigningError::NotACard(e.to_string()))
+        };
         let served = dual_card_json(card);
-        let v1_only =
-            serde_json::to_value(&*card).map_err(|e| SigningError::NotACard(e.to_string()))?;
+        let v1_only = to_json(card)?;
+        let v03_read = to_json(&v03_proto::card_to_v1(&v03_proto::card_from_v1(card)))?;
         let dual = served != v1_only;
         self.sign_one(card, served)?;
         if dual {
-            self.sign_one(card, v1_only)?;
+            self.sign_one(card, v1_only.clone())?;
+            if v03_read != v1_only {
+                self.sign_one(card, v03_read)?;
+            }
         }
         Ok(())
     }
@@ -102,9 +113,10 @@ mod tests {
             verify_card(&served, &keys),
             Verdict::Verified { .. }
         ));
-        // Two signatures: over the served JSON, and over the v1.0 view; each
-        // verifies alone.
-        assert_eq!(c.signatures.len(), 2);
+        // Three signatures: over the served JSON and over the v1.0 view, each
+        // of which verifies the served card alone, and over what a v0.3
+        // protobuf reader gets, which verifies that.
+        assert_eq!(c.signatures.len(), 3);
         for keep in 0..2 {
             let mut one = served.clone();
             one["signatures"] = json!([served["signatures"][keep].clone()]);
@@ -113,6 +125,14 @@ mod tests {
                 "signature {keep}"
             );
         }
+        let mut v03_read =
+            serde_json::to_value(v03_proto::card_to_v1(&v03_proto::card_from_v1(&c)))
+                .expect("json");
+        v03_read["signatures"] = json!([served["signatures"][2].clone()]);
+        assert!(matches!(
+            verify_card(&v03_read, &keys),
+            Verdict::Verified { .. }
+        ));
         // A v0.3-only member changed: the served-JSON signature no longer
         // holds (the v1.0 model read from the card is what the other covers).
         let mut v03_changed = served.clone();
