@@ -1,65 +1,23 @@
 //! Turning authentication on in one step: `heddle keys create`, then
 //! `heddle serve --require-auth`; the CLI as a client with and without the key.
 
-use std::{
-    io::{BufRead, BufReader},
-    path::Path,
-    process::{Child, Command, Output, Stdio},
-};
+use std::path::Path;
 
 use serde_json::Value;
 
-struct Server {
-    child: Child,
-    url: String,
-}
+mod common;
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn heddle(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_heddle"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("heddle runs")
-}
+use common::{Server, heddle};
 
 fn serve(store: &str, config: &Path) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_heddle"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--grpc-listen",
-            "127.0.0.1:0",
-            "--store",
-            store,
-            "--require-auth",
-            "--config",
-        ])
-        .arg(config)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("heddle serve starts");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout);
-    let mut first = String::new();
-    lines.read_line(&mut first).expect("banner");
-    assert!(first.contains("authentication required"), "{first}");
-    std::thread::spawn(move || std::io::copy(&mut lines, &mut std::io::sink()));
-    let url = first
-        .split(" at ")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .expect("url in banner")
-        .to_owned();
-    Server { child, url }
+    let config = config.display().to_string();
+    let server = common::serve(store, &["--require-auth", "--config", &config]);
+    assert!(
+        server.banner.contains("authentication required"),
+        "{}",
+        server.banner
+    );
+    server
 }
 
 fn text(b: &[u8]) -> String {

@@ -4,9 +4,8 @@
 //! trust flags; and `heddle card sign | verify | jwks` on files.
 
 use std::{
-    io::{BufRead, BufReader},
     path::{Path, PathBuf},
-    process::{Child, Command, Output, Stdio},
+    process::{Command, Output},
 };
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
@@ -63,52 +62,12 @@ impl Pki {
     }
 }
 
-struct Server {
-    child: Child,
-    url: String,
-}
+mod common;
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use common::{Server, heddle};
 
 fn serve(extra: &[&str]) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_heddle"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--grpc-listen",
-            "127.0.0.1:0",
-            "--store",
-            "memory",
-        ])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("heddle serve starts");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut first = String::new();
-    lines.read_line(&mut first).expect("banner");
-    std::thread::spawn(move || std::io::copy(&mut lines, &mut std::io::sink()));
-    let url = first
-        .split(" at ")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .unwrap_or_else(|| panic!("url in banner {first:?}"))
-        .to_owned();
-    Server { child, url }
-}
-
-fn heddle(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_heddle"))
-        .args(args)
-        .output()
-        .expect("heddle runs")
+    common::serve("memory", extra)
 }
 
 fn text(o: &Output) -> String {

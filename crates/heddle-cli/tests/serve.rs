@@ -8,52 +8,16 @@ use std::{
 
 use serde_json::{Value, json};
 
-/// A running `heddle serve` and its base URL.
-struct Server {
-    child: Child,
-    url: String,
-}
+mod common;
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use common::Server;
 
 fn serve(store: &str) -> Server {
-    serve_with(store, &[])
+    common::serve(store, &[])
 }
 
 fn serve_with(store: &str, extra: &[&str]) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_heddle"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--grpc-listen",
-            "127.0.0.1:0",
-            "--store",
-            store,
-        ])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("heddle serve starts");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout);
-    let mut first = String::new();
-    lines.read_line(&mut first).expect("banner");
-    // Keep draining stdout so the server never writes to a closed pipe.
-    std::thread::spawn(move || std::io::copy(&mut lines, &mut std::io::sink()));
-    let url = first
-        .split(" at ")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .expect("url in banner")
-        .to_owned();
-    Server { child, url }
+    common::serve(store, extra)
 }
 
 async fn rpc(

@@ -34,25 +34,9 @@ use tower::ServiceExt;
 #[path = "bindings/push.rs"]
 mod push;
 
-/// The ways a caller can reach an agent.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Wire {
-    JsonRpcV1,
-    JsonRpcV03,
-    RestV1,
-    RestV03,
-    GrpcV1,
-    GrpcV03,
-}
+mod common;
 
-const WIRES: [Wire; 6] = [
-    Wire::JsonRpcV1,
-    Wire::JsonRpcV03,
-    Wire::RestV1,
-    Wire::RestV03,
-    Wire::GrpcV1,
-    Wire::GrpcV03,
-];
+use common::{WIRES, Wire};
 
 /// An A2A error as any binding reports it: the A2A error name.
 #[derive(Debug, PartialEq, Eq)]

@@ -37,24 +37,9 @@ use tower::ServiceExt;
 
 const SECRET: &[u8] = b"isolation-test-secret-0123456789abcdef";
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Wire {
-    JsonRpcV1,
-    JsonRpcV03,
-    RestV1,
-    RestV03,
-    GrpcV1,
-    GrpcV03,
-}
+mod common;
 
-const WIRES: [Wire; 6] = [
-    Wire::JsonRpcV1,
-    Wire::JsonRpcV03,
-    Wire::RestV1,
-    Wire::RestV03,
-    Wire::GrpcV1,
-    Wire::GrpcV03,
-];
+use common::{WIRES, Wire};
 
 impl Wire {
     fn v03(self) -> bool {

@@ -1,0 +1,65 @@
+//! What the CLI tests share: `heddle serve` as a child process, and one-shot
+//! `heddle` runs. Each test file uses part of it.
+#![allow(dead_code)]
+
+use std::{
+    io::{BufRead, BufReader},
+    process::{Child, Command, Output, Stdio},
+};
+
+/// A running `heddle serve`, killed when dropped.
+pub struct Server {
+    pub child: Child,
+    /// Its base URL, from the banner.
+    pub url: String,
+    /// The banner's first line.
+    pub banner: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `heddle serve` on ephemeral ports with `store` and `extra`
+/// arguments; returns once its banner names the URL.
+pub fn serve(store: &str, extra: &[&str]) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_heddle"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--grpc-listen",
+            "127.0.0.1:0",
+            "--store",
+            store,
+        ])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("heddle serve starts");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut banner = String::new();
+    lines.read_line(&mut banner).expect("banner");
+    // Keep draining stdout so the server never writes to a closed pipe.
+    std::thread::spawn(move || std::io::copy(&mut lines, &mut std::io::sink()));
+    let url = banner
+        .split(" at ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap_or_else(|| panic!("url in banner {banner:?}"))
+        .to_owned();
+    Server { child, url, banner }
+}
+
+/// Runs `heddle ARGS` to its end, with no input.
+pub fn heddle(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_heddle"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("heddle runs")
+}
