@@ -12,10 +12,9 @@ use heddle_core::{
     v1::{self, send_message_response::Payload as SendPayload},
     v03_proto as v03_pb,
 };
+use heddle_signing::Verdict;
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::{Value, json};
-
-use heddle_signing::Verdict;
 
 use crate::{
     ClientError, Credentials,
@@ -885,16 +884,8 @@ impl A2aClient {
             return Ok(card);
         };
         let model = to_value(&card)?;
-        let mut verdict = verification
-            .verify(&self.http, served.as_ref().unwrap_or(&model))
-            .await?;
-        if served.is_some() && !matches!(verdict, Verdict::Verified { .. }) {
-            let of_model = verification.verify(&self.http, &model).await?;
-            if matches!(of_model, Verdict::Verified { .. }) {
-                verdict = of_model;
-            }
-        }
-        match verdict {
+        let forms: Vec<&Value> = served.iter().chain([&model]).collect();
+        match verification.verify_any(&self.http, &forms).await? {
             Verdict::Verified { .. } => Ok(card),
             other => Err(ClientError::CardSignature(format!(
                 "extended card: {other}"

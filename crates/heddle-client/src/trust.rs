@@ -159,6 +159,17 @@ impl CardVerification {
         http: &reqwest::Client,
         card: &Value,
     ) -> Result<Verdict, ClientError> {
+        self.verify_any(http, &[card]).await
+    }
+
+    /// [`CardVerification::verify`] for a card known in several JSON forms
+    /// (as served, and as the model read from it): verified if any form
+    /// verifies, else the first form's verdict. Keys are fetched once.
+    pub async fn verify_any(
+        &self,
+        http: &reqwest::Client,
+        forms: &[&Value],
+    ) -> Result<Verdict, ClientError> {
         let mut keys = self.keys.clone();
         for url in &self.jwks_urls {
             let fetched = fetch_jwks(http, url)
@@ -168,13 +179,14 @@ impl CardVerification {
         }
         let mut notes = Vec::new();
         let mut fetched: Vec<String> = Vec::new();
-        for header in signature_headers(card) {
+        for header in forms.iter().flat_map(|card| signature_headers(card)) {
             let Some(jku) = header.jku else { continue };
             if fetched.contains(&jku) || self.jwks_urls.contains(&jku) {
                 continue;
             }
             if !self.trusted_jku.iter().any(|p| jku_trusted(&jku, p)) {
                 notes.push(format!("jku {jku} is not trusted"));
+                fetched.push(jku);
                 continue;
             }
             match fetch_jwks(http, &jku).await {
@@ -183,7 +195,16 @@ impl CardVerification {
             }
             fetched.push(jku);
         }
-        Ok(match verify_card(card, &keys) {
+        let mut first = None;
+        for card in forms {
+            match verify_card(card, &keys) {
+                v @ Verdict::Verified { .. } => return Ok(v),
+                v => {
+                    first.get_or_insert(v);
+                }
+            }
+        }
+        Ok(match first.unwrap_or(Verdict::Absent) {
             Verdict::Unverifiable(why) if !notes.is_empty() => {
                 Verdict::Unverifiable(format!("{why} ({})", notes.join("; ")))
             }

@@ -39,12 +39,19 @@ impl CardSigner {
         };
         let served = dual_card_json(card);
         let v1_only = to_json(card)?;
-        let v03_read = to_json(&v03_proto::card_to_v1(&v03_proto::card_from_v1(card)))?;
-        let dual = served != v1_only;
+        // Only a dual card has a v0.3 form; read before any signature is added.
+        let v03_read = if served == v1_only {
+            None
+        } else {
+            Some(to_json(&v03_proto::card_to_v1(&v03_proto::card_from_v1(
+                card,
+            )))?)
+        };
         self.sign_one(card, served)?;
-        if dual {
-            self.sign_one(card, v1_only.clone())?;
-            if v03_read != v1_only {
+        if let Some(v03_read) = v03_read {
+            let v03_differs = v03_read != v1_only;
+            self.sign_one(card, v1_only)?;
+            if v03_differs {
                 self.sign_one(card, v03_read)?;
             }
         }
