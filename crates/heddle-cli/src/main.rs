@@ -15,9 +15,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 /// mimalloc: a request allocates many small strings; glibc malloc spent a
-/// sixth of the server's time in a profile, mimalloc much less.
+/// sixth of the server's time in a profile, mimalloc much less. `heddle_alloc`
+/// calls it through its fast path (see that crate for why).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: heddle_alloc::MiMalloc = heddle_alloc::MiMalloc;
 
 /// Heddle: an A2A (Agent2Agent) server, hub and toolkit.
 #[derive(Parser, Debug)]
