@@ -9,7 +9,7 @@ use std::{
     time::Duration,
 };
 
-use futures::{FutureExt as _, Stream};
+use futures::{FutureExt as _, Stream, future::BoxFuture};
 use heddle_core::{
     A2aError, ErrorCode, ProtocolVersion,
     call::Call,
@@ -274,8 +274,51 @@ impl RequestHandler {
     }
 
     /// The one dispatcher every binding calls.
-    pub async fn handle(&self, cx: CallContext, call: Call) -> Result<Reply, A2aError> {
-        self.check_required_extensions(&cx)?;
+    ///
+    /// Not an `async fn`: that would be a future as big as its biggest arm's
+    /// (kilobytes, and the call kept twice in it) that every layer above
+    /// moves. The checks run now and each call gets one boxed future.
+    pub fn handle(&self, cx: CallContext, call: Call) -> BoxFuture<'_, Result<Reply, A2aError>> {
+        if let Err(e) = self.admit(&cx, &call) {
+            return Box::pin(std::future::ready(Err(e)));
+        }
+        match call {
+            Call::SendMessage(r) => Box::pin(self.send(cx, r, false)),
+            Call::SendStreamingMessage(r) => Box::pin(self.send(cx, r, true)),
+            Call::GetTask(r) => Box::pin(async move {
+                self.get_task(&cx, &r.id, r.history_length)
+                    .await
+                    .map(Reply::Task)
+            }),
+            Call::ListTasks(r) => {
+                Box::pin(async move { self.list_tasks(&cx, r).await.map(Reply::Tasks) })
+            }
+            Call::CancelTask(r) => {
+                Box::pin(async move { self.cancel_task(&cx, &r.id).await.map(Reply::Task) })
+            }
+            Call::SubscribeToTask(r) => {
+                Box::pin(async move { self.subscribe(&cx, &r.id).await.map(Reply::Stream) })
+            }
+            Call::CreatePushConfig(r) => {
+                Box::pin(async move { self.create_push_config(&cx, r).await })
+            }
+            Call::GetPushConfig(r) => Box::pin(async move { self.get_push_config(&cx, r).await }),
+            Call::ListPushConfigs(r) => {
+                Box::pin(async move { self.list_push_configs(&cx, r).await })
+            }
+            Call::DeletePushConfig(r) => {
+                Box::pin(async move { self.delete_push_config(&cx, r).await })
+            }
+            Call::GetExtendedAgentCard(_) => Box::pin(std::future::ready(
+                self.extended_card(&cx).map(|c| Reply::Card(Box::new(c))),
+            )),
+        }
+    }
+
+    /// What is refused before any method runs: a required extension the
+    /// caller lacks, an operation the card does not declare, invalid params.
+    fn admit(&self, cx: &CallContext, call: &Call) -> Result<(), A2aError> {
+        self.check_required_extensions(cx)?;
         // Capabilities first: an unsupported operation is that, whatever its params.
         if matches!(
             call,
@@ -287,45 +330,17 @@ impl RequestHandler {
             self.push_notifier()?;
         }
         call.validate()?;
-        // Each arm's future is boxed: unboxed, this future would be as big as
-        // the biggest arm's (kilobytes), and every layer above moves it.
-        match call {
-            Call::SendMessage(r) => Box::pin(self.send(cx, r, false)).await,
-            Call::SendStreamingMessage(r) => {
-                if !self.streaming() {
-                    return Err(A2aError::new(
-                        ErrorCode::UnsupportedOperation,
-                        "this agent does not stream",
-                    ));
-                }
-                Box::pin(self.send(cx, r, true)).await
-            }
-            Call::GetTask(r) => Box::pin(self.get_task(&cx, &r.id, r.history_length))
-                .await
-                .map(Reply::Task),
-            Call::ListTasks(r) => Box::pin(self.list_tasks(&cx, r)).await.map(Reply::Tasks),
-            Call::CancelTask(r) => Box::pin(self.cancel_task(&cx, &r.id))
-                .await
-                .map(Reply::Task),
-            Call::SubscribeToTask(r) => {
-                if !self.streaming() {
-                    return Err(A2aError::new(
-                        ErrorCode::UnsupportedOperation,
-                        "this agent does not stream",
-                    ));
-                }
-                Box::pin(self.subscribe(&cx, &r.id))
-                    .await
-                    .map(Reply::Stream)
-            }
-            Call::CreatePushConfig(r) => self.create_push_config(&cx, r).await,
-            Call::GetPushConfig(r) => self.get_push_config(&cx, r).await,
-            Call::ListPushConfigs(r) => self.list_push_configs(&cx, r).await,
-            Call::DeletePushConfig(r) => self.delete_push_config(&cx, r).await,
-            Call::GetExtendedAgentCard(_) => {
-                self.extended_card(&cx).map(|c| Reply::Card(Box::new(c)))
-            }
+        if matches!(
+            call,
+            Call::SendStreamingMessage(_) | Call::SubscribeToTask(_)
+        ) && !self.streaming()
+        {
+            return Err(A2aError::new(
+                ErrorCode::UnsupportedOperation,
+                "this agent does not stream",
+            ));
         }
+        Ok(())
     }
 
     fn check_required_extensions(&self, cx: &CallContext) -> Result<(), A2aError> {
@@ -463,7 +478,9 @@ impl RequestHandler {
             st.settled_gen
         };
         let context_id = message.context_id.clone();
-        let ctx = RequestContext {
+        // Boxed here, not in `spawn_execution`: an 888-byte argument would be
+        // kept twice in that future's state and copied with it.
+        let ctx = Box::new(RequestContext {
             task_id: live.id.clone(),
             context_id: context_id.clone(),
             message,
@@ -474,7 +491,7 @@ impl RequestHandler {
             metadata: req.metadata,
             protocol_version: cx.version,
             cancel: live.cancel.clone(),
-        };
+        });
         self.spawn_execution(live.clone(), ctx).await;
 
         if let Some(rx) = rx {
@@ -580,16 +597,15 @@ impl RequestHandler {
     /// waiting at all (the echo agent, a cached answer), and those cost no
     /// spawn and no cross-task wake-up. A panicking agent fails its task
     /// instead of leaving it WORKING and its caller waiting.
-    async fn spawn_execution(&self, live: Arc<LiveTask>, ctx: RequestContext) {
+    async fn spawn_execution(&self, live: Arc<LiveTask>, ctx: Box<RequestContext>) {
         live.running.store(true, Ordering::Release);
         let events = TaskEvents::new(live.clone(), ctx.context_id.clone());
         let executor = self.inner.executor.clone();
         let handler = self.clone();
         let run_live = live.clone();
         // The agent's future keeps the context. An async block keeps what it
-        // captures in its state while it waits, so it captures a box, freed as
-        // soon as the agent's future is made: 0.9 KB less per running agent.
-        let ctx = Box::new(ctx);
+        // captures in its state while it waits, so it captures the box, freed
+        // as soon as the agent's future is made: 0.9 KB less per running agent.
         let mut run = Box::pin(async move {
             let execution = executor.execute(unbox(ctx), events.clone());
             let result = AssertUnwindSafe(execution).catch_unwind().await;
@@ -688,10 +704,18 @@ impl RequestHandler {
         }
         // Usually the agent is done and the registry let go: the task is
         // moved into the answer instead of copied (its store copy is saved).
-        let task = match Arc::try_unwrap(live) {
-            Ok(owned) => owned.state.into_inner().task,
-            Err(shared) => shared.state.lock().await.task.clone(),
+        // (Returning from the match keeps the unwrapped task, over a kilobyte,
+        // out of this future's state across the await below.)
+        let shared = match Arc::try_unwrap(live) {
+            Ok(owned) => {
+                return Ok(Reply::Task(with_history(
+                    owned.state.into_inner().task,
+                    history,
+                )));
+            }
+            Err(shared) => shared,
         };
+        let task = shared.state.lock().await.task.clone();
         Ok(Reply::Task(with_history(task, history)))
     }
 
