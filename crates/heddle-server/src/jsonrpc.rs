@@ -16,7 +16,7 @@ use axum::{
     response::{IntoResponse, Response, Sse, sse::Event, sse::KeepAlive},
 };
 use bytes::Bytes;
-use futures::StreamExt;
+use futures::{StreamExt, future::BoxFuture};
 use heddle_core::{
     A2aError, ErrorCode, ProtocolVersion,
     call::{Calls, Decoded, Item, parse_calls},
@@ -260,38 +260,27 @@ fn encode_error(id: Id, err: &A2aError) -> Answer {
 }
 
 /// Runs one request; `None` for a notification.
+///
+/// Decoding and the checks run in `start`, outside any future, so this
+/// future holds only the call's boxed future and the reply's id: axum moves
+/// it (and boxes it per route layer) on every request.
 async fn dispatch(
     handler: &RequestHandler,
     env: &Envelope,
     item: Item,
     in_batch: bool,
 ) -> Option<Answer> {
-    let (id, decoded) = match item {
-        Ok(d) => (d.id.clone(), d),
-        // An invalid notification gets no answer; an unreadable id is null.
-        Err((id, e)) => return id.map(|id| encode_error(id, &e)),
+    let Started {
+        call,
+        id,
+        version,
+        method,
+    } = match start(handler, env, item, in_batch) {
+        Ok(started) => started,
+        Err(answer) => return answer,
     };
     let reply_id = id.clone().unwrap_or(Id::Null);
-    let version = match effective_version(&env.version, &decoded) {
-        Ok(v) => v,
-        Err(e) => return id.map(|_| encode_error(reply_id, &e)),
-    };
-    let method = decoded.call.method();
-    if in_batch && method.is_streaming() {
-        let e = A2aError::new(
-            ErrorCode::InvalidRequest,
-            "streaming methods cannot be part of a batch",
-        );
-        return id.map(|_| encode_error(reply_id, &e));
-    }
-    let cx = CallContext {
-        caller: env.caller.clone(),
-        version,
-        extensions: env.extensions.clone(),
-        legacy_task_id: decoded.legacy_task_id.clone(),
-    };
-    let result = handler.handle(cx, decoded.call).await;
-    let answer = match result {
+    let answer = match call.await {
         Err(e) => encode_error(reply_id, &e),
         Ok(Reply::Stream(stream)) => Answer::Stream(sse(reply_id, version, stream)),
         Ok(reply) => encode_reply(reply_id, version, method, reply),
@@ -301,6 +290,55 @@ async fn dispatch(
         (None, Answer::Json(_)) => None,
         _ => Some(answer),
     }
+}
+
+/// A request handed to the handler: its running call and how to answer.
+struct Started<'a> {
+    call: BoxFuture<'a, Result<Reply, A2aError>>,
+    id: Option<Id>,
+    version: ProtocolVersion,
+    method: Method,
+}
+
+/// Decodes one request and starts its call, or answers it at once (`Err`:
+/// the answer, `None` for a notification).
+fn start<'a>(
+    handler: &'a RequestHandler,
+    env: &Envelope,
+    item: Item,
+    in_batch: bool,
+) -> Result<Started<'a>, Option<Answer>> {
+    let decoded = match item {
+        Ok(d) => d,
+        // An invalid notification gets no answer; an unreadable id is null.
+        Err((id, e)) => return Err(id.map(|id| encode_error(id, &e))),
+    };
+    let version = effective_version(&env.version, &decoded);
+    let id = decoded.id;
+    let version = match version {
+        Ok(v) => v,
+        Err(e) => return Err(id.map(|id| encode_error(id, &e))),
+    };
+    let method = decoded.call.method();
+    if in_batch && method.is_streaming() {
+        let e = A2aError::new(
+            ErrorCode::InvalidRequest,
+            "streaming methods cannot be part of a batch",
+        );
+        return Err(id.map(|id| encode_error(id, &e)));
+    }
+    let cx = CallContext {
+        caller: env.caller.clone(),
+        version,
+        extensions: env.extensions.clone(),
+        legacy_task_id: decoded.legacy_task_id,
+    };
+    Ok(Started {
+        call: handler.handle(cx, decoded.call),
+        id,
+        version,
+        method,
+    })
 }
 
 fn encode_reply(id: Id, version: ProtocolVersion, method: Method, reply: Reply) -> Answer {
