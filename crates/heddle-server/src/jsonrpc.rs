@@ -276,8 +276,8 @@ async fn dispatch(
         version,
         method,
     } = match start(handler, env, item, in_batch) {
-        Ok(started) => started,
-        Err(answer) => return answer,
+        Start::Running(started) => started,
+        Start::Answered(answer) => return answer,
     };
     let reply_id = id.clone().unwrap_or(Id::Null);
     let answer = match call.await {
@@ -300,24 +300,25 @@ struct Started<'a> {
     method: Method,
 }
 
-/// Decodes one request and starts its call, or answers it at once (`Err`:
-/// the answer, `None` for a notification).
-fn start<'a>(
-    handler: &'a RequestHandler,
-    env: &Envelope,
-    item: Item,
-    in_batch: bool,
-) -> Result<Started<'a>, Option<Answer>> {
+/// What `start` made of a request.
+enum Start<'a> {
+    Running(Started<'a>),
+    /// Refused before any call: the answer, `None` for a notification.
+    Answered(Option<Answer>),
+}
+
+/// Decodes one request and starts its call, or answers it at once.
+fn start<'a>(handler: &'a RequestHandler, env: &Envelope, item: Item, in_batch: bool) -> Start<'a> {
     let decoded = match item {
         Ok(d) => d,
         // An invalid notification gets no answer; an unreadable id is null.
-        Err((id, e)) => return Err(id.map(|id| encode_error(id, &e))),
+        Err((id, e)) => return Start::Answered(id.map(|id| encode_error(id, &e))),
     };
     let version = effective_version(&env.version, &decoded);
     let id = decoded.id;
     let version = match version {
         Ok(v) => v,
-        Err(e) => return Err(id.map(|id| encode_error(id, &e))),
+        Err(e) => return Start::Answered(id.map(|id| encode_error(id, &e))),
     };
     let method = decoded.call.method();
     if in_batch && method.is_streaming() {
@@ -325,7 +326,7 @@ fn start<'a>(
             ErrorCode::InvalidRequest,
             "streaming methods cannot be part of a batch",
         );
-        return Err(id.map(|id| encode_error(id, &e)));
+        return Start::Answered(id.map(|id| encode_error(id, &e)));
     }
     let cx = CallContext {
         caller: env.caller.clone(),
@@ -333,7 +334,7 @@ fn start<'a>(
         extensions: env.extensions.clone(),
         legacy_task_id: decoded.legacy_task_id,
     };
-    Ok(Started {
+    Start::Running(Started {
         call: handler.handle(cx, decoded.call),
         id,
         version,
