@@ -3,9 +3,10 @@
 //! The `mimalloc` crate hands every allocation to `mi_malloc_aligned`, even
 //! when the alignment is one that plain `mi_malloc` already guarantees. In
 //! mimalloc v3 that call takes a slow, over-allocating path for any block
-//! over 1 KiB and for most sizes that are not a power of two: a callgrind
-//! profile of `heddle serve` answering SendMessage showed 36 such calls a
-//! request and the allocator at a tenth of all instructions.
+//! over 1 KiB whose size is not a power of two (and for smaller blocks when
+//! their page has no free block): a callgrind profile of `heddle serve`
+//! answering SendMessage showed 36 such calls a request and the allocator at
+//! a tenth of all instructions.
 //!
 //! [`MiMalloc`] asks for plain `mi_malloc` / `mi_zalloc` / `mi_realloc`
 //! whenever mimalloc's own size classes already give the alignment the
@@ -42,6 +43,16 @@ fn plain_fits(size: usize, align: usize) -> bool {
     align <= PLAIN_ALIGN && align <= size
 }
 
+/// The size asked of the plain functions: rounded up to the alignment. The
+/// block is the same (size classes of 16 bytes or more are multiples of 16),
+/// but a guarded mimalloc build, which may place a block right before a
+/// guard page, then places it aligned too. Cannot overflow: `Layout`
+/// guarantees that the size rounded up to its alignment fits an `isize`.
+#[inline]
+fn plain_size(size: usize, align: usize) -> usize {
+    size.next_multiple_of(align)
+}
+
 // SAFETY: every method forwards to mimalloc, which returns either null or a
 // block of at least the requested size; the plain functions are used only
 // when `plain_fits` says the block's alignment satisfies the layout, and
@@ -53,7 +64,7 @@ unsafe impl GlobalAlloc for MiMalloc {
         // SAFETY: plain mimalloc calls with a size; no preconditions.
         unsafe {
             if plain_fits(size, align) {
-                ffi::mi_malloc(size).cast()
+                ffi::mi_malloc(plain_size(size, align)).cast()
             } else {
                 ffi::mi_malloc_aligned(size, align).cast()
             }
@@ -66,7 +77,7 @@ unsafe impl GlobalAlloc for MiMalloc {
         // SAFETY: as in `alloc`.
         unsafe {
             if plain_fits(size, align) {
-                ffi::mi_zalloc(size).cast()
+                ffi::mi_zalloc(plain_size(size, align)).cast()
             } else {
                 ffi::mi_zalloc_aligned(size, align).cast()
             }
@@ -88,7 +99,7 @@ unsafe impl GlobalAlloc for MiMalloc {
         // block, or returns null and leaves it alone.
         unsafe {
             if plain_fits(new_size, align) {
-                ffi::mi_realloc(ptr.cast::<c_void>(), new_size).cast()
+                ffi::mi_realloc(ptr.cast::<c_void>(), plain_size(new_size, align)).cast()
             } else {
                 ffi::mi_realloc_aligned(ptr.cast::<c_void>(), new_size, align).cast()
             }

@@ -421,8 +421,9 @@ fn key_must_be_a_string() -> serde_json::Error {
     serde_json::Error::custom("key must be a string")
 }
 
-/// An object key: strings as they are; integers, booleans and finite
-/// floats quoted; anything else refused, as serde_json does.
+/// An object key: strings as they are (a `Some` as its value); integers,
+/// booleans and finite floats quoted; anything else refused, as serde_json
+/// does.
 struct MapKey<'a, 'b>(&'a mut JsonWriter<'b>);
 
 impl MapKey<'_, '_> {
@@ -498,8 +499,8 @@ impl ser::Serializer for MapKey<'_, '_> {
         Err(key_must_be_a_string())
     }
 
-    fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result {
-        Err(key_must_be_a_string())
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result {
+        value.serialize(self)
     }
 
     fn serialize_unit(self) -> Result {

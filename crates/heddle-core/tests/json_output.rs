@@ -131,6 +131,7 @@ struct Corners {
     bool_keys: BTreeMap<bool, ()>,
     char_keys: BTreeMap<char, Option<u8>>,
     newtype_keys: BTreeMap<KeyNewtype, u8>,
+    some_keys: BTreeMap<Option<u8>, u8>,
     empty: (Vec<u8>, BTreeMap<String, u8>),
     raw: Box<serde_json::value::RawValue>,
 }
@@ -172,6 +173,7 @@ fn the_serde_data_model_corners_match() {
         bool_keys: [(true, ()), (false, ())].into(),
         char_keys: [('"', None), ('k', Some(1))].into(),
         newtype_keys: [(KeyNewtype(9), 1)].into(),
+        some_keys: [(Some(4), 1)].into(),
         empty: (vec![], BTreeMap::new()),
         raw: serde_json::value::RawValue::from_string(r#"{"as" : [ "is" ]}"#.into())
             .expect("raw json"),
