@@ -34,23 +34,17 @@ const PLAIN_ALIGN: usize = 16;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MiMalloc;
 
-/// Whether plain `mi_malloc(size)` returns memory aligned for `align`:
-/// the alignment is at most 16 and no larger than the size (a block is
-/// never smaller than the size asked for, so an 8-byte request gets an
-/// 8-byte block, aligned to 8).
+/// Whether plain `mi_malloc(size)` returns memory aligned for `align`: the
+/// alignment is at most 16 and the size a non-zero multiple of it. A block is
+/// never smaller than the size asked for, so an 8-byte request gets an 8-byte
+/// block, aligned to 8. The multiple also keeps a guarded mimalloc build
+/// sound, which may place a block right before a guard page, at an address
+/// only as aligned as its size. (Rust types' sizes are multiples of their
+/// alignment, so nearly every layout passes.)
 #[inline]
 fn plain_fits(size: usize, align: usize) -> bool {
-    align <= PLAIN_ALIGN && align <= size
-}
-
-/// The size asked of the plain functions: rounded up to the alignment. The
-/// block is the same (size classes of 16 bytes or more are multiples of 16),
-/// but a guarded mimalloc build, which may place a block right before a
-/// guard page, then places it aligned too. Cannot overflow: `Layout`
-/// guarantees that the size rounded up to its alignment fits an `isize`.
-#[inline]
-fn plain_size(size: usize, align: usize) -> usize {
-    size.next_multiple_of(align)
+    // `align` is a power of two (a `Layout` guarantees it).
+    align <= PLAIN_ALIGN && align <= size && size & (align - 1) == 0
 }
 
 // SAFETY: every method forwards to mimalloc, which returns either null or a
@@ -64,7 +58,7 @@ unsafe impl GlobalAlloc for MiMalloc {
         // SAFETY: plain mimalloc calls with a size; no preconditions.
         unsafe {
             if plain_fits(size, align) {
-                ffi::mi_malloc(plain_size(size, align)).cast()
+                ffi::mi_malloc(size).cast()
             } else {
                 ffi::mi_malloc_aligned(size, align).cast()
             }
@@ -77,7 +71,7 @@ unsafe impl GlobalAlloc for MiMalloc {
         // SAFETY: as in `alloc`.
         unsafe {
             if plain_fits(size, align) {
-                ffi::mi_zalloc(plain_size(size, align)).cast()
+                ffi::mi_zalloc(size).cast()
             } else {
                 ffi::mi_zalloc_aligned(size, align).cast()
             }
@@ -99,7 +93,7 @@ unsafe impl GlobalAlloc for MiMalloc {
         // block, or returns null and leaves it alone.
         unsafe {
             if plain_fits(new_size, align) {
-                ffi::mi_realloc(ptr.cast::<c_void>(), plain_size(new_size, align)).cast()
+                ffi::mi_realloc(ptr.cast::<c_void>(), new_size).cast()
             } else {
                 ffi::mi_realloc_aligned(ptr.cast::<c_void>(), new_size, align).cast()
             }
