@@ -170,7 +170,7 @@ impl Inner {
                 break;
             }
             if let Some(q) = self.queue.pop_front() {
-                self.remove(&q.agent, &q.id);
+                self.remove(q.agent, q.id);
                 self.terminal -= 1;
             }
         }
@@ -183,14 +183,15 @@ impl Inner {
         }
     }
 
-    fn remove(&mut self, agent: &str, id: &str) {
-        self.evicted.push((agent.to_owned(), id.to_owned()));
-        if let Some(tasks) = self.agents.get_mut(agent) {
-            tasks.remove(id);
+    /// Drops an evicted task; its queue entry's names go on to `evicted`.
+    fn remove(&mut self, agent: String, id: String) {
+        if let Some(tasks) = self.agents.get_mut(&agent) {
+            tasks.remove(&id);
             if tasks.is_empty() {
-                self.agents.remove(agent);
+                self.agents.remove(&agent);
             }
         }
+        self.evicted.push((agent, id));
     }
 }
 
@@ -266,7 +267,13 @@ impl TaskStore for MemoryStore {
     async fn save(&self, scope: &Scope, task: &v1::Task) -> Result<(), StoreError> {
         let now = Instant::now();
         let mut inner = self.lock();
-        let tasks = inner.agents.entry(scope.agent.clone()).or_default();
+        // Looked up before `entry`, which would copy the agent id every save.
+        if !inner.agents.contains_key(&scope.agent) {
+            inner.agents.insert(scope.agent.clone(), HashMap::default());
+        }
+        let Some(tasks) = inner.agents.get_mut(&scope.agent) else {
+            return Ok(());
+        };
         match tasks.get_mut(&task.id) {
             // Another caller's task: never clobber it (same as SqliteStore).
             Some(e) if e.owner != scope.owner => return Ok(()),
