@@ -329,7 +329,6 @@ impl RequestHandler {
         ) {
             self.push_notifier()?;
         }
-        call.validate()?;
         if matches!(
             call,
             Call::SendStreamingMessage(_) | Call::SubscribeToTask(_)
@@ -340,7 +339,7 @@ impl RequestHandler {
                 "this agent does not stream",
             ));
         }
-        Ok(())
+        call.validate()
     }
 
     fn check_required_extensions(&self, cx: &CallContext) -> Result<(), A2aError> {
