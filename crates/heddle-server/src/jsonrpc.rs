@@ -13,7 +13,7 @@ use std::convert::Infallible;
 use axum::{
     extract::{FromRequestParts, State},
     http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header, request::Parts},
-    response::{IntoResponse, Response, Sse, sse::Event, sse::KeepAlive},
+    response::{IntoResponse, Response},
 };
 use bytes::Bytes;
 use futures::{StreamExt, future::BoxFuture};
@@ -390,24 +390,17 @@ fn encode_reply(id: Id, version: ProtocolVersion, method: Method, reply: Reply) 
 
 /// The SSE response for a stream of task events.
 fn sse(id: Id, version: ProtocolVersion, stream: crate::handler::EventStream) -> Response {
-    let events = stream.map(move |update| {
-        let data = match version {
-            ProtocolVersion::V1_0 => {
-                crate::json::to_string(&RpcResponse::result(id.clone(), &*update))
-            }
-            ProtocolVersion::V0_3 => match v03::StreamEvent::from_v1(&update) {
-                Some(ev) => crate::json::to_string(&RpcResponse::result(id.clone(), &ev)),
-                None => crate::json::to_string(&RpcResponse::error(
-                    id.clone(),
-                    &A2aError::from(ErrorCode::InvalidAgentResponse),
-                )),
-            },
-        };
-        Ok::<_, Infallible>(Event::default().data(data.unwrap_or_default()))
+    let events = stream.map(move |update| match version {
+        ProtocolVersion::V1_0 => crate::sse::event(&RpcResponse::result(id.clone(), &*update)),
+        ProtocolVersion::V0_3 => match v03::StreamEvent::from_v1(&update) {
+            Some(ev) => crate::sse::event(&RpcResponse::result(id.clone(), &ev)),
+            None => crate::sse::event(&RpcResponse::error(
+                id.clone(),
+                &A2aError::from(ErrorCode::InvalidAgentResponse),
+            )),
+        },
     });
-    Sse::new(events)
-        .keep_alive(KeepAlive::new().interval(std::time::Duration::from_secs(15)))
-        .into_response()
+    crate::sse::response(events)
 }
 
 #[cfg(test)]

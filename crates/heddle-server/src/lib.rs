@@ -53,6 +53,7 @@ mod rest;
 mod rest_v03;
 mod rest_v03_push;
 pub mod server;
+mod sse;
 #[cfg(feature = "tls")]
 pub mod tls;
 

@@ -8,14 +8,12 @@
 //! routes are matched as `/tasks/{*rest}`, percent-decoded (clients may send
 //! `%3A`), and split on the last `:`.
 
-use std::convert::Infallible;
-
 use axum::{
     Router,
     body::Bytes,
     extract::{Path, RawQuery, State},
     http::{HeaderMap, HeaderValue, Method as HttpMethod, StatusCode, header},
-    response::{IntoResponse, Response, Sse, sse::Event, sse::KeepAlive},
+    response::{IntoResponse, Response},
     routing::{any, get, post},
 };
 use futures::StreamExt;
@@ -143,14 +141,7 @@ pub(crate) fn error(err: &A2aError) -> Response {
 }
 
 pub(crate) fn sse(stream: EventStream) -> Response {
-    let events = stream.map(|update| {
-        Ok::<_, Infallible>(
-            Event::default().data(crate::json::to_string(&*update).unwrap_or_default()),
-        )
-    });
-    Sse::new(events)
-        .keep_alive(KeepAlive::new().interval(std::time::Duration::from_secs(15)))
-        .into_response()
+    crate::sse::response(stream.map(|update| crate::sse::event(&*update)))
 }
 
 /// Runs a decoded call and encodes its reply the REST way.

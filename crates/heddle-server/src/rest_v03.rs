@@ -5,14 +5,12 @@
 //! converts to v1.0 in `heddle_core::compat::v03_proto` and calls the handler;
 //! errors use the same `google.rpc.Status` body as v1.0.
 
-use std::convert::Infallible;
-
 use axum::{
     Router,
     body::Bytes,
     extract::{Path, RawQuery, State},
     http::{HeaderMap, Method as HttpMethod, StatusCode},
-    response::{IntoResponse, Response, Sse, sse::Event, sse::KeepAlive},
+    response::Response,
     routing::{any, get, post},
 };
 use futures::StreamExt;
@@ -64,13 +62,9 @@ fn context(
 fn sse(stream: EventStream) -> Response {
     let events = stream.filter_map(|update| async move {
         let ev = v03_proto::stream_response_from_v1(&update)?;
-        Some(Ok::<_, Infallible>(
-            Event::default().data(crate::json::to_string(&ev).unwrap_or_default()),
-        ))
+        Some(crate::sse::event(&ev))
     });
-    Sse::new(events)
-        .keep_alive(KeepAlive::new().interval(std::time::Duration::from_secs(15)))
-        .into_response()
+    crate::sse::response(events)
 }
 
 /// Runs a call and encodes the reply in v0.3 ProtoJSON.
