@@ -335,49 +335,28 @@ impl<'a, 'b> Compound<'a, 'b> {
     }
 }
 
-impl ser::SerializeSeq for Compound<'_, '_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-    fn end(self) -> Result {
-        self.finish()
-    }
+/// The four array-like compounds: each element after a comma.
+macro_rules! array_like {
+    ($($trait:ident $method:ident),*) => {$(
+        impl ser::$trait for Compound<'_, '_> {
+            type Ok = ();
+            type Error = serde_json::Error;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
+                self.element(value)
+            }
+            fn end(self) -> Result {
+                self.finish()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Compound<'_, '_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-    fn end(self) -> Result {
-        self.finish()
-    }
-}
-
-impl ser::SerializeTupleStruct for Compound<'_, '_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-    fn end(self) -> Result {
-        self.finish()
-    }
-}
-
-impl ser::SerializeTupleVariant for Compound<'_, '_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-    fn end(self) -> Result {
-        self.finish()
-    }
-}
+array_like!(
+    SerializeSeq serialize_element,
+    SerializeTuple serialize_element,
+    SerializeTupleStruct serialize_field,
+    SerializeTupleVariant serialize_field
+);
 
 impl ser::SerializeMap for Compound<'_, '_> {
     type Ok = ();
@@ -421,6 +400,85 @@ fn key_must_be_a_string() -> serde_json::Error {
     serde_json::Error::custom("key must be a string")
 }
 
+/// Serializer methods that refuse their kind of value with `$err()`; the
+/// `types` arm declares the compound types such a serializer never builds.
+macro_rules! refuse {
+    ($err:ident: $($kind:ident)*) => {$(refuse!(@ $err $kind);)*};
+    (@ $err:ident types) => {
+        type SerializeSeq = ser::Impossible<(), serde_json::Error>;
+        type SerializeTuple = ser::Impossible<(), serde_json::Error>;
+        type SerializeTupleStruct = ser::Impossible<(), serde_json::Error>;
+        type SerializeTupleVariant = ser::Impossible<(), serde_json::Error>;
+        type SerializeMap = ser::Impossible<(), serde_json::Error>;
+        type SerializeStruct = ser::Impossible<(), serde_json::Error>;
+        type SerializeStructVariant = ser::Impossible<(), serde_json::Error>;
+    };
+    (@ $err:ident scalars) => {
+        refuse!($err: bool i8 i16 i32 i64 u8 u16 u32 u64 f32 f64 char);
+    };
+    (@ $err:ident bool) => { fn serialize_bool(self, _: bool) -> Result { Err($err()) } };
+    (@ $err:ident i8) => { fn serialize_i8(self, _: i8) -> Result { Err($err()) } };
+    (@ $err:ident i16) => { fn serialize_i16(self, _: i16) -> Result { Err($err()) } };
+    (@ $err:ident i32) => { fn serialize_i32(self, _: i32) -> Result { Err($err()) } };
+    (@ $err:ident i64) => { fn serialize_i64(self, _: i64) -> Result { Err($err()) } };
+    (@ $err:ident u8) => { fn serialize_u8(self, _: u8) -> Result { Err($err()) } };
+    (@ $err:ident u16) => { fn serialize_u16(self, _: u16) -> Result { Err($err()) } };
+    (@ $err:ident u32) => { fn serialize_u32(self, _: u32) -> Result { Err($err()) } };
+    (@ $err:ident u64) => { fn serialize_u64(self, _: u64) -> Result { Err($err()) } };
+    (@ $err:ident f32) => { fn serialize_f32(self, _: f32) -> Result { Err($err()) } };
+    (@ $err:ident f64) => { fn serialize_f64(self, _: f64) -> Result { Err($err()) } };
+    (@ $err:ident char) => { fn serialize_char(self, _: char) -> Result { Err($err()) } };
+    (@ $err:ident bytes) => { fn serialize_bytes(self, _: &[u8]) -> Result { Err($err()) } };
+    (@ $err:ident none) => { fn serialize_none(self) -> Result { Err($err()) } };
+    (@ $err:ident some) => {
+        fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result { Err($err()) }
+    };
+    (@ $err:ident unit) => { fn serialize_unit(self) -> Result { Err($err()) } };
+    (@ $err:ident unit_struct) => {
+        fn serialize_unit_struct(self, _: &'static str) -> Result { Err($err()) }
+    };
+    (@ $err:ident unit_variant) => {
+        fn serialize_unit_variant(self, _: &'static str, _: u32, _: &'static str) -> Result {
+            Err($err())
+        }
+    };
+    (@ $err:ident newtype_struct) => {
+        fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, _: &T) -> Result {
+            Err($err())
+        }
+    };
+    (@ $err:ident newtype_variant) => {
+        fn serialize_newtype_variant<T: Serialize + ?Sized>(
+            self, _: &'static str, _: u32, _: &'static str, _: &T,
+        ) -> Result {
+            Err($err())
+        }
+    };
+    (@ $err:ident compounds) => {
+        fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq> { Err($err()) }
+        fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple> { Err($err()) }
+        fn serialize_tuple_struct(
+            self, _: &'static str, _: usize,
+        ) -> Result<Self::SerializeTupleStruct> {
+            Err($err())
+        }
+        fn serialize_tuple_variant(
+            self, _: &'static str, _: u32, _: &'static str, _: usize,
+        ) -> Result<Self::SerializeTupleVariant> {
+            Err($err())
+        }
+        fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap> { Err($err()) }
+        fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct> {
+            Err($err())
+        }
+        fn serialize_struct_variant(
+            self, _: &'static str, _: u32, _: &'static str, _: usize,
+        ) -> Result<Self::SerializeStructVariant> {
+            Err($err())
+        }
+    };
+}
+
 /// An object key: strings as they are (a `Some` as its value); integers,
 /// booleans and finite floats quoted; anything else refused, as serde_json
 /// does.
@@ -446,13 +504,7 @@ macro_rules! quoted_integers {
 impl ser::Serializer for MapKey<'_, '_> {
     type Ok = ();
     type Error = serde_json::Error;
-    type SerializeSeq = ser::Impossible<(), serde_json::Error>;
-    type SerializeTuple = ser::Impossible<(), serde_json::Error>;
-    type SerializeTupleStruct = ser::Impossible<(), serde_json::Error>;
-    type SerializeTupleVariant = ser::Impossible<(), serde_json::Error>;
-    type SerializeMap = ser::Impossible<(), serde_json::Error>;
-    type SerializeStruct = ser::Impossible<(), serde_json::Error>;
-    type SerializeStructVariant = ser::Impossible<(), serde_json::Error>;
+    refuse!(key_must_be_a_string: types);
 
     quoted_integers! {
         serialize_i8 write_i8 i8, serialize_i16 write_i16 i16, serialize_i32 write_i32 i32,
@@ -491,24 +543,8 @@ impl ser::Serializer for MapKey<'_, '_> {
         self.0.string(v)
     }
 
-    fn serialize_bytes(self, _: &[u8]) -> Result {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_none(self) -> Result {
-        Err(key_must_be_a_string())
-    }
-
     fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result {
         value.serialize(self)
-    }
-
-    fn serialize_unit(self) -> Result {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_unit_struct(self, _: &'static str) -> Result {
-        Err(key_must_be_a_string())
     }
 
     fn serialize_unit_variant(self, _: &'static str, _: u32, variant: &'static str) -> Result {
@@ -519,59 +555,7 @@ impl ser::Serializer for MapKey<'_, '_> {
         value.serialize(self)
     }
 
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: &T,
-    ) -> Result {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_tuple_struct(
-        self,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleStruct> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleVariant> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeStructVariant> {
-        Err(key_must_be_a_string())
-    }
+    refuse!(key_must_be_a_string: bytes none unit unit_struct newtype_variant compounds);
 }
 
 /// The text of a `RawValue`, which serde_json hands over as its one string
@@ -581,121 +565,14 @@ struct RawText<'a>(&'a mut Vec<u8>);
 impl ser::Serializer for RawText<'_> {
     type Ok = ();
     type Error = serde_json::Error;
-    type SerializeSeq = ser::Impossible<(), serde_json::Error>;
-    type SerializeTuple = ser::Impossible<(), serde_json::Error>;
-    type SerializeTupleStruct = ser::Impossible<(), serde_json::Error>;
-    type SerializeTupleVariant = ser::Impossible<(), serde_json::Error>;
-    type SerializeMap = ser::Impossible<(), serde_json::Error>;
-    type SerializeStruct = ser::Impossible<(), serde_json::Error>;
-    type SerializeStructVariant = ser::Impossible<(), serde_json::Error>;
+    refuse!(not_raw: types);
 
     fn serialize_str(self, v: &str) -> Result {
         self.0.write_all(v.as_bytes()).map_err(io)
     }
 
-    fn serialize_bool(self, _: bool) -> Result {
-        Err(not_raw())
-    }
-    fn serialize_i8(self, _: i8) -> Result {
-        Err(not_raw())
-    }
-    fn serialize_i16(self, _: i16) -> Result {
-        Err(not_raw())
-    }
-    fn serialize_i32(self, _: i32) -> Result {
-        Err(not_raw())
-    }
-    fn serialize_i64(self, _: i64) -> Result {
-        Err(not_raw())
-    }
-    fn serialize_u8(self, _: u8) -> Result {
-        Err(not_raw())
-    }
-    fn serialize_u16(self, _: u16) -> Result {
-        Err(not_raw())
-    }
-    fn serialize_u32(self, _: u32) -> Result {
-        Err(not_raw())
-    }
-    fn serialize_u64(self, _: u64) -> Result {
-        Err(not_raw())
-    }
-    fn serialize_f32(self, _: f32) -> Result {
-        Err(not_raw())
-    }
-    fn serialize_f64(self, _: f64) -> Result {
-        Err(not_raw())
-    }
-    fn serialize_char(self, _: char) -> Result {
-        Err(not_raw())
-    }
-    fn serialize_bytes(self, _: &[u8]) -> Result {
-        Err(not_raw())
-    }
-    fn serialize_none(self) -> Result {
-        Err(not_raw())
-    }
-    fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result {
-        Err(not_raw())
-    }
-    fn serialize_unit(self) -> Result {
-        Err(not_raw())
-    }
-    fn serialize_unit_struct(self, _: &'static str) -> Result {
-        Err(not_raw())
-    }
-    fn serialize_unit_variant(self, _: &'static str, _: u32, _: &'static str) -> Result {
-        Err(not_raw())
-    }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, _: &T) -> Result {
-        Err(not_raw())
-    }
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: &T,
-    ) -> Result {
-        Err(not_raw())
-    }
-    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq> {
-        Err(not_raw())
-    }
-    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple> {
-        Err(not_raw())
-    }
-    fn serialize_tuple_struct(
-        self,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleStruct> {
-        Err(not_raw())
-    }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleVariant> {
-        Err(not_raw())
-    }
-    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap> {
-        Err(not_raw())
-    }
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct> {
-        Err(not_raw())
-    }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeStructVariant> {
-        Err(not_raw())
-    }
+    refuse!(not_raw: scalars bytes none some unit unit_struct unit_variant newtype_struct);
+    refuse!(not_raw: newtype_variant compounds);
 }
 
 fn not_raw() -> serde_json::Error {

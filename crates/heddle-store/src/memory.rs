@@ -267,13 +267,7 @@ impl TaskStore for MemoryStore {
     async fn save(&self, scope: &Scope, task: &v1::Task) -> Result<(), StoreError> {
         let now = Instant::now();
         let mut inner = self.lock();
-        // Looked up before `entry`, which would copy the agent id every save.
-        if !inner.agents.contains_key(&scope.agent) {
-            inner.agents.insert(scope.agent.clone(), HashMap::default());
-        }
-        let Some(tasks) = inner.agents.get_mut(&scope.agent) else {
-            return Ok(());
-        };
+        let tasks = inner.agents.entry(scope.agent.clone()).or_default();
         match tasks.get_mut(&task.id) {
             // Another caller's task: never clobber it (same as SqliteStore).
             Some(e) if e.owner != scope.owner => return Ok(()),
