@@ -28,6 +28,12 @@ NAMES = {
     "js": "official JS SDK (@a2a-js/sdk, express)",
 }
 ORDER = list(NAMES)
+# The floor of each scenario: the gRPC one is bare hyper HTTP/2 + prost.
+FLOOR_NAMES = {"grpc": "bare hyper HTTP/2 + prost (gRPC floor)"}
+
+
+def name(server, scenario):
+    return FLOOR_NAMES.get(scenario, NAMES[server]) if server == "floor" else NAMES[server]
 
 
 def cells(scenario, server, conns):
@@ -76,7 +82,7 @@ def unary_table(scenario, floor_scenario):
         for s in servers_in(scenario):
             rps, p99 = med(scenario, s, c, "rps"), med(scenario, s, c, "p99_us")
             errors = sum(r["result"]["errors"] for r in cells(scenario, s, c))
-            print(f"| {NAMES[s]} | {c} | {fmt(rps)} | {fmt(ratio(rps, f_rps), '.2f')} "
+            print(f"| {name(s, scenario)} | {c} | {fmt(rps)} | {fmt(ratio(rps, f_rps), '.2f')} "
                   f"| {fmt(med(scenario, s, c, 'p50_us'))} | {fmt(p99)} "
                   f"| {fmt(ratio(p99, f_p99), '.2f')} | {fmt(cpu_per(scenario, s, c), '.1f')} | {errors} |")
     print()
@@ -108,10 +114,13 @@ print()
 if any(r["scenario"] == "unary" for r in runs):
     print("## SendMessage, JSON-RPC\n")
     unary_table("unary", "unary")
-for scenario, title in (("rest", "SendMessage, HTTP+JSON (REST)"), ("grpc", "SendMessage, gRPC")):
-    if any(r["scenario"] == scenario for r in runs):
-        print(f"## {title}\n\n× floor: against the floor's JSON-RPC figure.\n")
-        unary_table(scenario, "unary")
+if any(r["scenario"] == "rest" for r in runs):
+    print("## SendMessage, HTTP+JSON (REST)\n\n× floor: against the floor's JSON-RPC figure.\n")
+    unary_table("rest", "unary")
+if any(r["scenario"] == "grpc" for r in runs):
+    print("## SendMessage, gRPC\n\n× floor: against the gRPC floor (bare hyper HTTP/2 + prost, the same "
+          "echo task as protobuf) when it ran, else the floor's JSON-RPC figure.\n")
+    unary_table("grpc", "grpc" if servers_in("grpc")[:1] == ["floor"] else "unary")
 if any(r["scenario"] == "get" for r in runs):
     print("## GetTask, JSON-RPC\n\nOne stored task read again and again.\n")
     unary_table("get", "get")
@@ -127,7 +136,7 @@ if any(r["scenario"] == "stream" for r in runs):
         for s in servers_in("stream"):
             eps = med("stream", s, c, "events_per_s")
             errors = sum(r["result"]["errors"] for r in cells("stream", s, c))
-            print(f"| {NAMES[s]} | {c} | {fmt(eps)} | {fmt(ratio(eps, f_eps), '.2f')} "
+            print(f"| {name(s, scenario)} | {c} | {fmt(eps)} | {fmt(ratio(eps, f_eps), '.2f')} "
                   f"| {fmt(med('stream', s, c, 'rps'))} | {fmt(med('stream', s, c, 'p50_us'))} "
                   f"| {fmt(med('stream', s, c, 'p99_us'))} | {fmt(cpu_per('stream', s, c, 'events'), '.1f')} "
                   f"| {errors} |")
@@ -198,3 +207,8 @@ for c in (16, 64):
     target(f"REST / JSON-RPC requests/s at {c}",
            ratio(med("rest", "heddle", c, "rps"), med("unary", "heddle", c, "rps")), 0.9, "≥")
 target("gRPC / JSON-RPC requests/s at 64", ratio(med("grpc", "heddle", 64, "rps"), med("unary", "heddle", 64, "rps")), 1.3, "≥")
+# What the bare stack gives: hyper's HTTP/2 + prost against hyper's HTTP/1 + serde_json.
+f_grpc = ratio(med("grpc", "floor", 64, "rps"), med("unary", "floor", 64, "rps"))
+if f_grpc is not None:
+    print(f"\nFor scale: the floors' gRPC / JSON-RPC at 64 is {f_grpc:.2f}×, and Heddle's gRPC is "
+          f"{fmt(ratio(med('grpc', 'heddle', 64, 'rps'), med('grpc', 'floor', 64, 'rps')), '.2f')}× the gRPC floor.")

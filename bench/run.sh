@@ -22,7 +22,8 @@
 # Every server runs pinned to SERVER_CPU, the load generator (bench/loadgen) to LOAD_CPU. Each
 # scenario runs every server in turn, ROUNDS times over, and the table reports medians, because a
 # shared VM is noisy. Not every server has every binding: REST is Heddle, other, python and js
-# (ra2a 0.10.1's REST router panics while building its routes); gRPC is Heddle, python and js.
+# (ra2a 0.10.1's REST router panics while building its routes); gRPC is Heddle, python and js,
+# against a gRPC floor (bare hyper HTTP/2 + prost, bench/floor/src/grpc.rs).
 # ra2a's JSON-RPC takes the v1.0 payloads under the v0.3 method names (message/send,
 # message/stream, tasks/get), so it gets its own body files with those names.
 # Writes bench/results/<date>-suite.md and prints it. About 13 minutes with the defaults on a
@@ -89,7 +90,7 @@ rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # user + system, in clock ticks
 idle_rss=()
 
-has floor && start floor 19090 $R/heddle-bench-floor 127.0.0.1:19090
+has floor && start floor 19090 $R/heddle-bench-floor 127.0.0.1:19090 127.0.0.1:19390
 has heddle && start heddle 19191 $R/heddle serve --store memory --listen 127.0.0.1:19191 \
   --grpc-listen 127.0.0.1:19291 --writer-stream-pause-ms 0
 has sqlite && start sqlite 19192 $R/heddle serve --store "sqlite:$work/bench.db" \
@@ -145,6 +146,7 @@ declare -A cell=(
   [rest/other]="http://127.0.0.1:19193/echo/rest/message:send $work/rest.json"
   [rest/python]="http://127.0.0.1:19194/echo/rest/message:send $work/rest.json"
   [rest/js]="http://127.0.0.1:19195/echo/rest/message:send $work/rest.json"
+  [grpc/floor]="grpc://127.0.0.1:19390/echo"
   [grpc/heddle]="grpc://127.0.0.1:19291/echo"
   [grpc/python]="grpc://127.0.0.1:19294/echo"
   [grpc/js]="grpc://127.0.0.1:19295/echo"

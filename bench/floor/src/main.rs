@@ -8,6 +8,13 @@
 //! artifact in three chunks, COMPLETED, written in one go. Any other path
 //! answers unary: a `GetTask` request gets the stored-task shape (with a
 //! fixed text), anything else the echo task.
+//!
+//! With a second address (`heddle-bench-floor ADDR GRPC_ADDR`) it also serves
+//! the gRPC floor there: bare hyper HTTP/2 + prost, answering
+//! `/lf.a2a.v1.A2AService/SendMessage` with the same echo task as protobuf
+//! (one DATA frame, `grpc-status: 0` in the trailers); see `grpc.rs`.
+
+mod grpc;
 
 use std::convert::Infallible;
 
@@ -129,6 +136,11 @@ async fn main() -> std::io::Result<()> {
         .unwrap_or_else(|| "127.0.0.1:9090".into());
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     println!("floor listening on http://{addr}");
+    if let Some(grpc_addr) = std::env::args().nth(2) {
+        let grpc = tokio::net::TcpListener::bind(&grpc_addr).await?;
+        println!("gRPC floor listening on {grpc_addr}");
+        tokio::spawn(grpc::serve(grpc));
+    }
     loop {
         let (stream, _) = listener.accept().await?;
         let _ = stream.set_nodelay(true);
