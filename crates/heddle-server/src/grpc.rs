@@ -199,9 +199,13 @@ impl GrpcRouter {
                 .await;
         }
         let max = self.max_message_bytes();
-        let mut routes = Routes::new(Unary::new(V1Service::new(self), self.v1_service(), max))
-            .add_service(Unary::new(V03Service::new(self), self.v03_service(), max))
+        let v1 = Unary::new(V1Service::new(self), self.v1_service(), max);
+        let v03 = Unary::new(V03Service::new(self), self.v03_service(), max);
+        let mut routes = Routes::new(v1.clone())
+            .add_service(v03.clone())
             .add_service(health);
+        exact_routes(routes.axum_router_mut(), &v1);
+        exact_routes(routes.axum_router_mut(), &v03);
         let builder = || {
             tonic_reflection::server::Builder::configure()
                 .register_encoded_file_descriptor_set(heddle_proto::FILE_DESCRIPTOR_SET)
@@ -216,6 +220,32 @@ impl GrpcRouter {
             }
         }
         routes
+    }
+}
+
+/// Gives each unary RPC of `service` a route of its own path. The service's
+/// `/{name}/{*rest}` route would serve them too, but it captures the method
+/// as a URL parameter on every call (about 1.5k instructions of a 76k
+/// `SendMessage`); an exact path captures nothing.
+fn exact_routes<Svc, S>(router: &mut axum::Router, service: &Unary<Svc, S>)
+where
+    Svc: unary::UnaryRpcs + Sync,
+    Unary<Svc, S>: tower::Service<
+            http::Request<tonic::body::Body>,
+            Response = http::Response<tonic::body::Body>,
+            Error = std::convert::Infallible,
+            Future = unary::BoxFuture,
+        > + Clone
+        + Send
+        + Sync
+        + 'static,
+{
+    use tower::ServiceExt as _;
+    for method in Svc::METHODS {
+        let svc = service
+            .clone()
+            .map_request(|req: http::Request<axum::body::Body>| req.map(tonic::body::Body::new));
+        *router = std::mem::take(router).route_service(&format!("/{}/{method}", Svc::NAME), svc);
     }
 }
 

@@ -24,10 +24,10 @@ use std::{
     task::{Context, Poll},
 };
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, HeaderValue, header::CONTENT_TYPE};
-use http_body_util::{BodyExt, Limited};
-use hyper::body::{Body, Frame, SizeHint};
+use http_body_util::BodyExt;
+use hyper::body::{Body, Frame};
 use prost::Message;
 use tonic::{Request, Response, Status, body::Body as TonicBody, server::NamedService};
 use tower::Service;
@@ -42,7 +42,8 @@ const GRPC_CONTENT_TYPE: HeaderValue = HeaderValue::from_static("application/grp
 
 type HttpRequest = http::Request<TonicBody>;
 type HttpResponse = http::Response<TonicBody>;
-type BoxFuture = Pin<Box<dyn Future<Output = Result<HttpResponse, Infallible>> + Send>>;
+/// What every [`Unary`] call returns.
+pub type BoxFuture = Pin<Box<dyn Future<Output = Result<HttpResponse, Infallible>> + Send>>;
 
 /// One of the two A2A services with its unary RPCs served by [`Unary`]'s
 /// direct path and the rest by the tonic-generated server `S`.
@@ -70,6 +71,8 @@ type Answer<Svc> = fn(Svc, HttpRequest, usize) -> BoxFuture;
 pub trait UnaryRpcs: Clone + Send + 'static {
     /// The full service name, whose methods are `/{NAME}/{method}`.
     const NAME: &'static str;
+    /// The names of the unary RPCs [`answer`](Self::answer) knows.
+    const METHODS: &'static [&'static str];
     /// How `method` is answered, if it is one of the service's unary RPCs.
     fn answer(method: &str) -> Option<Answer<Self>>;
 }
@@ -87,6 +90,17 @@ macro_rules! answer {
 
 impl UnaryRpcs for V1Service {
     const NAME: &'static str = super::V1_SERVICE;
+    const METHODS: &'static [&'static str] = &[
+        "SendMessage",
+        "GetTask",
+        "ListTasks",
+        "CancelTask",
+        "CreateTaskPushNotificationConfig",
+        "GetTaskPushNotificationConfig",
+        "ListTaskPushNotificationConfigs",
+        "DeleteTaskPushNotificationConfig",
+        "GetExtendedAgentCard",
+    ];
 
     fn answer(method: &str) -> Option<Answer<Self>> {
         use v1_server::A2aService as A;
@@ -113,6 +127,16 @@ impl UnaryRpcs for V1Service {
 
 impl UnaryRpcs for V03Service {
     const NAME: &'static str = super::V03_SERVICE;
+    const METHODS: &'static [&'static str] = &[
+        "SendMessage",
+        "GetTask",
+        "CancelTask",
+        "CreateTaskPushNotificationConfig",
+        "GetTaskPushNotificationConfig",
+        "ListTaskPushNotificationConfig",
+        "DeleteTaskPushNotificationConfig",
+        "GetAgentCard",
+    ];
 
     fn answer(method: &str) -> Option<Answer<Self>> {
         use v03_server::A2aService as A;
@@ -202,26 +226,43 @@ async fn read_request<Req: Message + Default>(
     req: HttpRequest,
     max_message_bytes: usize,
 ) -> Result<Request<Req>, Status> {
-    let (mut parts, body) = req.into_parts();
+    let (mut parts, mut body) = req.into_parts();
     let limit = max_message_bytes.saturating_add(grpc_frame::FRAME_HEADER);
-    let collected =
-        Limited::new(body, limit)
-            .collect()
-            .await
-            .map_err(|e| match e.downcast::<Status>() {
-                Ok(status) => *status,
-                Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-                    Status::out_of_range(format!(
+    // A unary request is almost always one DATA frame: kept as it came,
+    // copied only when more follow.
+    let mut first = Bytes::new();
+    let mut more: Option<BytesMut> = None;
+    while let Some(frame) = body.frame().await {
+        let frame = frame?;
+        let frame = match frame.into_data() {
+            Ok(data) => {
+                let len = first.len() + more.as_ref().map_or(0, BytesMut::len) + data.len();
+                if len > limit {
+                    return Err(Status::out_of_range(format!(
                         "the request is larger than the message limit of {max_message_bytes} bytes"
-                    ))
+                    )));
                 }
-                Err(e) => Status::internal(format!("reading the request: {e}")),
-            })?;
-    if let Some(trailers) = collected.trailers() {
-        parts.headers.extend(trailers.clone());
+                match &mut more {
+                    None if first.is_empty() => first = data,
+                    None => {
+                        let mut buf = BytesMut::with_capacity(len);
+                        buf.extend_from_slice(&first);
+                        buf.extend_from_slice(&data);
+                        more = Some(buf);
+                    }
+                    Some(buf) => buf.extend_from_slice(&data),
+                }
+                continue;
+            }
+            Err(frame) => frame,
+        };
+        if let Ok(trailers) = frame.into_trailers() {
+            parts.headers.extend(trailers);
+        }
     }
-    let message = grpc_frame::decode_one(&collected.to_bytes(), max_message_bytes)
-        .map_err(|e| frame_status(&e))?;
+    let bytes = more.map_or(first, BytesMut::freeze);
+    let message =
+        grpc_frame::decode_one(&bytes, max_message_bytes).map_err(|e| frame_status(&e))?;
     Ok(Request::from_http(http::Request::from_parts(
         parts, message,
     )))
@@ -281,16 +322,32 @@ impl Body for OneMessage {
         self.data.is_none() && !self.trailers
     }
 
-    fn size_hint(&self) -> SizeHint {
-        let len = self.data.as_ref().map_or(0, Bytes::len);
-        SizeHint::with_exact(len as u64)
-    }
+    // No exact `size_hint`: hyper would turn it into a `content-length`
+    // header, which gRPC does not use and HPACK never indexes, so both ends
+    // would encode and decode it on every call.
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use heddle_core::v1;
+
+    /// `METHODS` is what gets an exact route; `answer` is what serves it.
+    #[test]
+    fn every_listed_method_is_answered_and_streams_are_not() {
+        fn check<S: UnaryRpcs>(streaming: &[&str]) {
+            for m in S::METHODS {
+                assert!(S::answer(m).is_some(), "{}/{m}", S::NAME);
+            }
+            for m in streaming {
+                assert!(S::answer(m).is_none(), "{}/{m}", S::NAME);
+            }
+        }
+        check::<V1Service>(&["SendStreamingMessage", "SubscribeToTask"]);
+        check::<V03Service>(&["SendStreamingMessage", "TaskSubscription"]);
+        assert_eq!(V1Service::METHODS.len(), 9);
+        assert_eq!(V03Service::METHODS.len(), 8);
+    }
 
     #[test]
     fn size_limits_are_out_of_range_and_bad_frames_internal() {
