@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use axum::{Router, routing::get};
+use axum::{Router, extract::Path, routing::get};
 use tokio::{
     io::{AsyncReadExt as _, AsyncWriteExt as _},
     net::{TcpListener, TcpStream},
@@ -13,6 +13,27 @@ use tokio::{
 fn app() -> Router {
     Router::new()
         .route("/ping", get(|| async { "pong" }))
+        .route(
+            "/echo/{n}",
+            get(|Path(n): Path<u32>| async move { format!("{n}:").repeat(n as usize % 700) }),
+        )
+        .route(
+            "/drip",
+            get(|| async {
+                // The first chunk now, the second two seconds later.
+                let chunks = futures::stream::unfold(0, |i| async move {
+                    match i {
+                        0 => Some((Ok::<_, std::convert::Infallible>("first"), 1)),
+                        1 => {
+                            tokio::time::sleep(Duration::from_secs(2)).await;
+                            Some((Ok("second"), 2))
+                        }
+                        _ => None,
+                    }
+                });
+                axum::body::Body::from_stream(chunks)
+            }),
+        )
         .route(
             "/slow",
             get(|| async {
@@ -73,6 +94,49 @@ async fn http1_and_http2_prior_knowledge_share_the_port() {
         .expect("h2 request");
     assert_eq!(res.version(), reqwest::Version::HTTP_2);
     assert_eq!(res.text().await.expect("body"), "pong");
+}
+
+/// HTTP/2 writes are gathered until h2 flushes (`listen::coalesce`): many
+/// concurrent answers on one connection arrive whole and each to its own
+/// stream, and a streamed body's chunks are not held back until its end.
+#[tokio::test]
+async fn http2_answers_are_gathered_but_never_held_back() {
+    let (addr, _stop, _server) = start().await;
+    let client = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .expect("client");
+    let calls = (0..200u32).map(|n| {
+        let (client, addr) = (client.clone(), addr.clone());
+        async move {
+            let res = client
+                .get(format!("http://{addr}/echo/{n}"))
+                .send()
+                .await
+                .expect("h2 request");
+            assert_eq!(res.version(), reqwest::Version::HTTP_2);
+            (n, res.text().await.expect("body"))
+        }
+    });
+    let answers = tokio::time::timeout(Duration::from_secs(10), futures::future::join_all(calls))
+        .await
+        .expect("every answer is flushed");
+    for (n, body) in answers {
+        assert_eq!(body, format!("{n}:").repeat(n as usize % 700), "stream {n}");
+    }
+
+    let mut res = client
+        .get(format!("http://{addr}/drip"))
+        .send()
+        .await
+        .expect("h2 request");
+    let first = tokio::time::timeout(Duration::from_secs(1), res.chunk())
+        .await
+        .expect("the first chunk arrives before the second is made")
+        .expect("chunk");
+    assert_eq!(first.as_deref(), Some(&b"first"[..]));
+    let second = res.chunk().await.expect("chunk");
+    assert_eq!(second.as_deref(), Some(&b"second"[..]));
 }
 
 #[tokio::test]
