@@ -25,6 +25,10 @@ use hyper::rt::{Read, ReadBufCursor, Write};
 /// nothing gathered before it, goes straight to the transport.
 const GATHER: usize = 64 * 1024;
 
+/// A buffer that grew past this is let go once drained, so that a
+/// connection idle after a burst does not keep the burst's memory.
+const KEEP: usize = 16 * 1024;
+
 /// A transport whose writes are held until a flush (see the module docs).
 #[derive(Debug)]
 pub(crate) struct Coalesce<I> {
@@ -55,7 +59,11 @@ impl<I: Write + Unpin> Coalesce<I> {
             }
             self.written += n;
         }
-        self.buf.clear();
+        if self.buf.capacity() > KEEP {
+            self.buf = Vec::new();
+        } else {
+            self.buf.clear();
+        }
         self.written = 0;
         Poll::Ready(Ok(()))
     }
@@ -216,6 +224,7 @@ mod tests {
         assert_eq!(tail.len(), GATHER + 10);
         assert!(tail[..GATHER - 10].iter().all(|&b| b == 1));
         assert!(tail[GATHER - 10..].iter().all(|&b| b == 2));
+        assert!(w.buf.capacity() <= KEEP, "a burst's buffer is not kept");
     }
 
     #[tokio::test]
