@@ -136,7 +136,7 @@ if any(r["scenario"] == "stream" for r in runs):
         for s in servers_in("stream"):
             eps = med("stream", s, c, "events_per_s")
             errors = sum(r["result"]["errors"] for r in cells("stream", s, c))
-            print(f"| {name(s, scenario)} | {c} | {fmt(eps)} | {fmt(ratio(eps, f_eps), '.2f')} "
+            print(f"| {NAMES[s]} | {c} | {fmt(eps)} | {fmt(ratio(eps, f_eps), '.2f')} "
                   f"| {fmt(med('stream', s, c, 'rps'))} | {fmt(med('stream', s, c, 'p50_us'))} "
                   f"| {fmt(med('stream', s, c, 'p99_us'))} | {fmt(cpu_per('stream', s, c, 'events'), '.1f')} "
                   f"| {errors} |")
