@@ -236,7 +236,8 @@ async fn read_request<Req: Message + Default>(
         let frame = frame?;
         let frame = match frame.into_data() {
             Ok(data) => {
-                let len = first.len() + more.as_ref().map_or(0, BytesMut::len) + data.len();
+                // `more`, once there is one, already holds `first`.
+                let len = more.as_ref().map_or(first.len(), BytesMut::len) + data.len();
                 if len > limit {
                     return Err(Status::out_of_range(format!(
                         "the request is larger than the message limit of {max_message_bytes} bytes"
@@ -246,7 +247,7 @@ async fn read_request<Req: Message + Default>(
                     None if first.is_empty() => first = data,
                     None => {
                         let mut buf = BytesMut::with_capacity(len);
-                        buf.extend_from_slice(&first);
+                        buf.extend_from_slice(&std::mem::take(&mut first));
                         buf.extend_from_slice(&data);
                         more = Some(buf);
                     }
