@@ -12,6 +12,9 @@
 //! 1 KB into its buffer and answers leave many to a write; and it buffers
 //! what h2 writes until h2 flushes, so that a larger, chained payload leaves
 //! in the same write as the frames before it instead of in a second one.
+//! (h2 still flushes after each chained payload, so answers of 1 KB or more
+//! keep a write each, now with a copy.) A connection holds at most 64 KiB
+//! here besides h2's own 16 KB, and no more than 32 KiB once drained.
 
 use std::{
     io,
@@ -26,8 +29,10 @@ use hyper::rt::{Read, ReadBufCursor, Write};
 const GATHER: usize = 64 * 1024;
 
 /// A buffer that grew past this is let go once drained, so that a
-/// connection idle after a burst does not keep the burst's memory.
-const KEEP: usize = 16 * 1024;
+/// connection idle after a burst does not keep the burst's memory. Above
+/// one full DATA frame (16 KiB and its header), so that a stream of large
+/// frames reuses one buffer.
+const KEEP: usize = 32 * 1024;
 
 /// A transport whose writes are held until a flush (see the module docs).
 #[derive(Debug)]
