@@ -28,6 +28,8 @@ use prost::Message as _;
 pub async fn serve(listener: tokio::net::TcpListener) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
+            // Out of file descriptors and the like: back off, go on.
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
             continue;
         };
         let _ = stream.set_nodelay(true);
