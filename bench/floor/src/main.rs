@@ -129,8 +129,20 @@ async fn echo(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallibl
         .unwrap_or_default())
 }
 
-#[tokio::main]
-async fn main() -> std::io::Result<()> {
+/// The runtime `heddle serve` picks (`heddle-cli`'s `main`): current-thread
+/// when the process may use one core, as every server in the suite is
+/// pinned to, so that the floor pays no work-stealing overhead Heddle does not.
+fn main() -> std::io::Result<()> {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let mut builder = if cores > 1 {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    builder.enable_all().build()?.block_on(serve())
+}
+
+async fn serve() -> std::io::Result<()> {
     let addr = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:9090".into());
