@@ -58,6 +58,14 @@ async fn start() -> (String, oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
     (addr, stop, server)
 }
 
+/// A client that speaks HTTP/2 with prior knowledge, as gRPC clients do.
+fn h2_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .expect("client")
+}
+
 #[tokio::test]
 async fn http1_and_http2_prior_knowledge_share_the_port() {
     let (addr, _stop, _server) = start().await;
@@ -84,10 +92,7 @@ async fn http1_and_http2_prior_knowledge_share_the_port() {
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
 
     // HTTP/2 with prior knowledge (as gRPC clients speak it).
-    let client = reqwest::Client::builder()
-        .http2_prior_knowledge()
-        .build()
-        .expect("client");
+    let client = h2_client();
     let res = client
         .get(format!("http://{addr}/ping"))
         .send()
@@ -103,10 +108,7 @@ async fn http1_and_http2_prior_knowledge_share_the_port() {
 #[tokio::test]
 async fn http2_answers_are_gathered_but_never_held_back() {
     let (addr, _stop, _server) = start().await;
-    let client = reqwest::Client::builder()
-        .http2_prior_knowledge()
-        .build()
-        .expect("client");
+    let client = h2_client();
     let calls = (0..200u32).map(|n| {
         let (client, addr) = (client.clone(), addr.clone());
         async move {

@@ -88,74 +88,50 @@ macro_rules! answer {
     };
 }
 
+/// `METHODS` and `answer` of a service from one list: method name, trait method.
+macro_rules! unary_rpcs {
+    ($trait:path { $($name:literal => $method:ident,)* }) => {
+        const METHODS: &'static [&'static str] = &[$($name),*];
+
+        fn answer(method: &str) -> Option<Answer<Self>> {
+            use $trait as A;
+            match method {
+                $($name => answer!(A, $method),)*
+                _ => None,
+            }
+        }
+    };
+}
+
 impl UnaryRpcs for V1Service {
     const NAME: &'static str = super::V1_SERVICE;
-    const METHODS: &'static [&'static str] = &[
-        "SendMessage",
-        "GetTask",
-        "ListTasks",
-        "CancelTask",
-        "CreateTaskPushNotificationConfig",
-        "GetTaskPushNotificationConfig",
-        "ListTaskPushNotificationConfigs",
-        "DeleteTaskPushNotificationConfig",
-        "GetExtendedAgentCard",
-    ];
 
-    fn answer(method: &str) -> Option<Answer<Self>> {
-        use v1_server::A2aService as A;
-        match method {
-            "SendMessage" => answer!(A, send_message),
-            "GetTask" => answer!(A, get_task),
-            "ListTasks" => answer!(A, list_tasks),
-            "CancelTask" => answer!(A, cancel_task),
-            "CreateTaskPushNotificationConfig" => {
-                answer!(A, create_task_push_notification_config)
-            }
-            "GetTaskPushNotificationConfig" => answer!(A, get_task_push_notification_config),
-            "ListTaskPushNotificationConfigs" => {
-                answer!(A, list_task_push_notification_configs)
-            }
-            "DeleteTaskPushNotificationConfig" => {
-                answer!(A, delete_task_push_notification_config)
-            }
-            "GetExtendedAgentCard" => answer!(A, get_extended_agent_card),
-            _ => None,
-        }
-    }
+    unary_rpcs!(v1_server::A2aService {
+        "SendMessage" => send_message,
+        "GetTask" => get_task,
+        "ListTasks" => list_tasks,
+        "CancelTask" => cancel_task,
+        "CreateTaskPushNotificationConfig" => create_task_push_notification_config,
+        "GetTaskPushNotificationConfig" => get_task_push_notification_config,
+        "ListTaskPushNotificationConfigs" => list_task_push_notification_configs,
+        "DeleteTaskPushNotificationConfig" => delete_task_push_notification_config,
+        "GetExtendedAgentCard" => get_extended_agent_card,
+    });
 }
 
 impl UnaryRpcs for V03Service {
     const NAME: &'static str = super::V03_SERVICE;
-    const METHODS: &'static [&'static str] = &[
-        "SendMessage",
-        "GetTask",
-        "CancelTask",
-        "CreateTaskPushNotificationConfig",
-        "GetTaskPushNotificationConfig",
-        "ListTaskPushNotificationConfig",
-        "DeleteTaskPushNotificationConfig",
-        "GetAgentCard",
-    ];
 
-    fn answer(method: &str) -> Option<Answer<Self>> {
-        use v03_server::A2aService as A;
-        match method {
-            "SendMessage" => answer!(A, send_message),
-            "GetTask" => answer!(A, get_task),
-            "CancelTask" => answer!(A, cancel_task),
-            "CreateTaskPushNotificationConfig" => {
-                answer!(A, create_task_push_notification_config)
-            }
-            "GetTaskPushNotificationConfig" => answer!(A, get_task_push_notification_config),
-            "ListTaskPushNotificationConfig" => answer!(A, list_task_push_notification_config),
-            "DeleteTaskPushNotificationConfig" => {
-                answer!(A, delete_task_push_notification_config)
-            }
-            "GetAgentCard" => answer!(A, get_agent_card),
-            _ => None,
-        }
-    }
+    unary_rpcs!(v03_server::A2aService {
+        "SendMessage" => send_message,
+        "GetTask" => get_task,
+        "CancelTask" => cancel_task,
+        "CreateTaskPushNotificationConfig" => create_task_push_notification_config,
+        "GetTaskPushNotificationConfig" => get_task_push_notification_config,
+        "ListTaskPushNotificationConfig" => list_task_push_notification_config,
+        "DeleteTaskPushNotificationConfig" => delete_task_push_notification_config,
+        "GetAgentCard" => get_agent_card,
+    });
 }
 
 impl<Svc: UnaryRpcs, S> NamedService for Unary<Svc, S> {
