@@ -16,6 +16,7 @@
 #   IDLE_STREAMS=10000     idle SSE streams held open for the memory figure (0 skips it)
 #   SERVER_CPU=0 LOAD_CPU=1   the core every server is pinned to, and the load generator's
 #   NOTE="..."             a line added to the results (e.g. that the machine was loaded)
+#   OUT=path.md            where the report goes (default bench/results/<UTC date>-suite.md)
 #   CARGO_TARGET_DIR       where the main workspace's binaries are built (default target/); the
 #                          other-rust workspaces always build into their own target/
 #
@@ -26,7 +27,7 @@
 # against a gRPC floor (bare hyper HTTP/2 + prost, bench/floor/src/grpc.rs).
 # ra2a's JSON-RPC takes the v1.0 payloads under the v0.3 method names (message/send,
 # message/stream, tasks/get), so it gets its own body files with those names.
-# Writes bench/results/<date>-suite.md and prints it. About 13 minutes with the defaults on a
+# Writes the report (OUT) and prints it. About 13 minutes with the defaults on a
 # 2-core VM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -222,6 +223,7 @@ if [ "$MILLION" = 1 ]; then
   mem=$(python3 -c 'import json,sys; print(json.dumps({"idle_kb": int(sys.argv[1]), "at100k_kb": int(sys.argv[2]), "at1m_kb": int(sys.argv[3])}))' "$idle" "$at100k" "$at1m")
 fi
 streams="{}"
+streams_floor="{}"
 if [ "$IDLE_STREAMS" -gt 0 ]; then
   # writer-stream with a ten-minute pause: each stream gets its task and WORKING, then waits.
   start held 19197 $R/heddle serve --store memory --listen 127.0.0.1:19197 --grpc-listen 127.0.0.1:0 \
@@ -237,6 +239,19 @@ if [ "$IDLE_STREAMS" -gt 0 ]; then
   stop held
   streams=$(python3 -c 'import json,sys; o=json.loads(sys.argv[1]); h=json.loads(sys.argv[2]); print(json.dumps({"idle_kb": int(sys.argv[3]), "held_kb": int(sys.argv[4]), **o, **h}))' \
     "$(sed -n 1p "$work/hold.out")" "$(sed -n 2p "$work/hold.out")" "$idle" "$held_rss")
+  # The same streams held by the floor (POST /hold: the first two events, then silence), for
+  # what bare hyper itself costs per idle connection.
+  start held_floor 19199 $R/heddle-bench-floor 127.0.0.1:19199
+  idle=$(rss_kb "$pid_held_floor")
+  taskset -c "$LOAD_CPU" $LOADGEN hold://127.0.0.1:19199/hold "$IDLE_STREAMS" 5 >"$work/hold_floor.out" &
+  hold_pid=$!
+  until [ -s "$work/hold_floor.out" ]; do sleep 0.5; done
+  sleep 2
+  held_rss=$(rss_kb "$pid_held_floor")
+  wait "$hold_pid"
+  stop held_floor
+  streams_floor=$(python3 -c 'import json,sys; o=json.loads(sys.argv[1]); h=json.loads(sys.argv[2]); print(json.dumps({"idle_kb": int(sys.argv[3]), "held_kb": int(sys.argv[4]), **o, **h}))' \
+    "$(sed -n 1p "$work/hold_floor.out")" "$(sed -n 2p "$work/hold_floor.out")" "$idle" "$held_rss")
 fi
 
 versions=$(
@@ -271,10 +286,10 @@ print(json.dumps(v))
 PY
 )
 
-mkdir -p bench/results
-out="bench/results/$(date -u +%Y-%m-%d)-suite.md"
+out=${OUT:-bench/results/$(date -u +%Y-%m-%d)-suite.md}
+mkdir -p "$(dirname "$out")"
 python3 bench/report.py "$work/runs.jsonl" \
   "{\"rounds\":$ROUNDS,\"secs\":$SECS,\"streams\":$STREAMS,\"note\":$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$NOTE"),
     \"idle_rss_kb\":{$(IFS=,; echo "${idle_rss[*]}")},\"final_rss_kb\":{$(IFS=,; echo "${final_rss[*]}")},
-    \"million\":$mem,\"held\":$streams,\"versions\":$versions}" >"$out"
+    \"million\":$mem,\"held\":$streams,\"held_floor\":$streams_floor,\"versions\":$versions}" >"$out"
 cat "$out"

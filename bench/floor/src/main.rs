@@ -5,7 +5,10 @@
 //!
 //! `POST /stream` answers a SendStreamingMessage the way Heddle's
 //! `writer-stream` agent does, as SSE: the task (SUBMITTED), WORKING, the
-//! artifact in three chunks, COMPLETED, written in one go. Any other path
+//! artifact in three chunks, COMPLETED, written in one go. `POST /hold`
+//! answers the first two of those events and then keeps the stream open and
+//! silent until the client leaves: the floor for the memory an idle SSE
+//! stream costs (Heddle's `writer-stream` paused after WORKING). Any other path
 //! answers unary: a `GetTask` request gets the stored-task shape (with a
 //! fixed text), anything else the echo task.
 //!
@@ -16,11 +19,20 @@
 
 mod grpc;
 
-use std::convert::Infallible;
+use std::{
+    convert::Infallible,
+    pin::Pin,
+    task::{Context, Poll},
+};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::{Request, Response, body::Incoming, server::conn::http1, service::service_fn};
+use hyper::{
+    Request, Response,
+    body::{Body, Frame, Incoming, SizeHint},
+    server::conn::http1,
+    service::service_fn,
+};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 
@@ -74,23 +86,91 @@ fn stream_events(req: &Value) -> Vec<u8> {
     out
 }
 
-async fn echo(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
-    let streaming = req.uri().path() == "/stream";
+/// An answer's body: whole, or (for `/hold`) a first chunk and then a stream
+/// that stays open and silent until the connection goes.
+enum FloorBody {
+    Whole(Full<Bytes>),
+    Held(Option<Bytes>),
+}
+
+impl Default for FloorBody {
+    fn default() -> Self {
+        Self::Whole(Full::default())
+    }
+}
+
+impl From<Vec<u8>> for FloorBody {
+    fn from(bytes: Vec<u8>) -> Self {
+        Self::Whole(Full::new(Bytes::from(bytes)))
+    }
+}
+
+impl Body for FloorBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.get_mut() {
+            Self::Whole(full) => Pin::new(full).poll_frame(cx),
+            // Never woken again: the connection's end drops the body.
+            Self::Held(first) => first
+                .take()
+                .map_or(Poll::Pending, |b| Poll::Ready(Some(Ok(Frame::data(b))))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            Self::Whole(full) => full.is_end_stream(),
+            Self::Held(_) => false,
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Self::Whole(full) => full.size_hint(),
+            Self::Held(_) => SizeHint::default(),
+        }
+    }
+}
+
+/// The first `n` events of a stream answer (each ends in a blank line).
+fn first_events(all: &[u8], n: usize) -> Bytes {
+    let end = all
+        .windows(2)
+        .enumerate()
+        .filter(|(_, w)| w == b"\n\n")
+        .nth(n.saturating_sub(1))
+        .map_or(all.len(), |(i, _)| i + 2);
+    Bytes::copy_from_slice(&all[..end])
+}
+
+async fn echo(req: Request<Incoming>) -> Result<Response<FloorBody>, Infallible> {
+    let path = req.uri().path().to_owned();
     let body = match req.into_body().collect().await {
         Ok(b) => b.to_bytes(),
         Err(_) => {
             return Ok(Response::builder()
                 .status(400)
-                .body(Full::new(Bytes::new()))
+                .body(FloorBody::default())
                 .unwrap_or_default());
         }
     };
     let req: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    if streaming {
+    if path == "/stream" || path == "/hold" {
+        let events = stream_events(&req);
+        let body = if path == "/hold" {
+            FloorBody::Held(Some(first_events(&events, 2)))
+        } else {
+            events.into()
+        };
         return Ok(Response::builder()
             .header("content-type", "text/event-stream")
             .header("cache-control", "no-cache")
-            .body(Full::new(Bytes::from(stream_events(&req))))
+            .body(body)
             .unwrap_or_default());
     }
     let get_task = req["method"] == "GetTask";
@@ -125,7 +205,7 @@ async fn echo(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallibl
     let bytes = serde_json::to_vec(&resp).unwrap_or_default();
     Ok(Response::builder()
         .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(bytes)))
+        .body(bytes.into())
         .unwrap_or_default())
 }
 
@@ -161,5 +241,25 @@ async fn serve() -> std::io::Result<()> {
                 .serve_connection(TokioIo::new(stream), service_fn(echo))
                 .await;
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn held_stream_starts_with_the_task_and_working() {
+        let req = json!({"jsonrpc": "2.0", "id": 7, "method": "SendStreamingMessage",
+            "params": {"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}});
+        let all = stream_events(&req);
+        let first = first_events(&all, 2);
+        let text = std::str::from_utf8(&first).expect("utf-8");
+        assert_eq!(text.matches("data: ").count(), 2);
+        assert!(text.ends_with("\n\n"));
+        assert!(text.contains("TASK_STATE_SUBMITTED") && text.contains("TASK_STATE_WORKING"));
+        assert!(!text.contains("artifactUpdate"));
+        // Asking for more events than there are gives them all.
+        assert_eq!(&first_events(&all, 99)[..], &all[..]);
     }
 }
