@@ -37,7 +37,11 @@ impl Caller {
 }
 
 /// Everything an agent gets to act on one message.
-#[derive(Clone, Debug)]
+///
+/// An agent's future usually holds its context for the whole execution, and
+/// an `async fn` (or `#[async_trait]`) future keeps its arguments twice, so
+/// the two large fields most agents never read (the prior task and the send
+/// configuration) are boxed: 352 bytes a context instead of 888.
 pub struct RequestContext {
     /// The task this message belongs to (server-assigned).
     pub task_id: String,
@@ -46,13 +50,13 @@ pub struct RequestContext {
     /// The message that triggered this execution (already in the task history).
     pub message: v1::Message,
     /// The task as it was before this message, when continuing one.
-    pub task: Option<v1::Task>,
+    pub task: Option<Box<v1::Task>>,
     /// The caller.
     pub caller: Caller,
     /// Extension URIs the client activated (`A2A-Extensions`).
     pub extensions: Vec<String>,
     /// The request's send configuration.
-    pub configuration: Option<v1::SendMessageConfiguration>,
+    pub configuration: Option<Box<v1::SendMessageConfiguration>>,
     /// Request metadata.
     pub metadata: Option<Struct>,
     /// The protocol version the caller speaks. Agents rarely need it; the

@@ -205,7 +205,7 @@ impl TaskEvents {
         }
         message.task_id.clear();
         st.replied = true;
-        st.reply = Some(message.clone());
+        st.reply = Some(Box::new(message.clone()));
         st.settled_gen += 1;
         self.live.publish(|| Payload::Message(message));
         self.live.settled.notify_waiters();

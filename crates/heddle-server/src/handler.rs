@@ -477,16 +477,16 @@ impl RequestHandler {
             st.settled_gen
         };
         let context_id = message.context_id.clone();
-        // Boxed here, not in `spawn_execution`: an 888-byte argument would be
+        // Boxed here, not in `spawn_execution`: a by-value argument would be
         // kept twice in that future's state and copied with it.
         let ctx = Box::new(RequestContext {
             task_id: live.id.clone(),
             context_id: context_id.clone(),
             message,
-            task: prior,
+            task: prior.map(Box::new),
             caller: cx.caller.clone(),
             extensions: cx.extensions.clone(),
-            configuration: req.configuration,
+            configuration: req.configuration.map(Box::new),
             metadata: req.metadata,
             protocol_version: cx.version,
             cancel: live.cancel.clone(),
@@ -687,7 +687,7 @@ impl RequestHandler {
                 let st = live.state.lock().await;
                 if st.settled_gen > start_gen {
                     if let Some(m) = &st.reply {
-                        break Some(Reply::Message(m.clone()));
+                        break Some(Reply::Message(v1::Message::clone(m)));
                     }
                     if current_state(&st).is_terminal() {
                         break None;
@@ -913,7 +913,7 @@ impl RequestHandler {
                 task_id: live.id.clone(),
                 context_id: snapshot.context_id.clone(),
                 message: snapshot.history.last().cloned().unwrap_or_default(),
-                task: Some(snapshot.clone()),
+                task: Some(Box::new(snapshot.clone())),
                 caller: caller.clone(),
                 extensions: Vec::new(),
                 configuration: None,

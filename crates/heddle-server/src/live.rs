@@ -41,8 +41,9 @@ pub(crate) struct LiveState {
     pub persist_on_create: bool,
     /// The agent answered with a direct message; nothing may follow.
     pub replied: bool,
-    /// That message, for a caller blocked on the answer.
-    pub reply: Option<v1::Message>,
+    /// That message, for a caller blocked on the answer (boxed: rare, and
+    /// every live task would otherwise carry its 184 bytes).
+    pub reply: Option<Box<v1::Message>>,
     /// Counts the times the task settled (terminal, interrupted, or replied),
     /// so a blocked caller waits for a settling after its own message.
     pub settled_gen: u64,

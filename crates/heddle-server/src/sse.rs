@@ -17,8 +17,8 @@ use std::{
 
 use axum::{
     body::Body,
-    http::{HeaderValue, header},
-    response::{IntoResponse, Response},
+    http::{HeaderValue, StatusCode, header},
+    response::Response,
 };
 use bytes::Bytes;
 use futures::Stream;
@@ -55,7 +55,8 @@ where
         events: Box::pin(events),
         alive: Box::pin(tokio::time::sleep(KEEP_ALIVE)),
     };
-    (
+    crate::json::response(
+        StatusCode::OK,
         [
             (
                 header::CONTENT_TYPE,
@@ -65,7 +66,6 @@ where
         ],
         Body::new(body),
     )
-        .into_response()
 }
 
 /// The body: the events as they come, a comment whenever the timer runs out
