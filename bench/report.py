@@ -170,7 +170,7 @@ if hf:
     print(f"- The floor holding {hf['open']:,} such streams (POST /hold: the same two first events, then "
           f"silence; {hf['failed']} failed to open, {hf.get('ended_early', 0)} ended early): RSS "
           f"{hf['idle_kb'] / 1024:.1f} MB before, {hf['held_kb'] / 1024:.1f} MB with them open.")
-    if h and hf["open"] and h["open"]:
+    if h and hf["open"] and h["open"] and hf["held_kb"] > hf["idle_kb"]:
         per = lambda x: (x["held_kb"] - x["idle_kb"]) * 1024 / x["open"]
         print(f"  Per stream: Heddle {per(h) / 1024:.1f} KB, the floor {per(hf) / 1024:.1f} KB "
               f"({per(h) / per(hf):.2f}× the floor); hyper's HTTP/1 connection alone keeps an 8 KB read and "
@@ -204,12 +204,12 @@ target("Heddle / official Rust SDK (a2a-lf), streaming events/s",
        ratio(h_eps, med("stream", "other", sc, "events_per_s")), 5, "≥")
 target("Heddle / ra2a, streaming events/s", ratio(h_eps, med("stream", "ra2a", sc, "events_per_s")), 5, "≥")
 if h:
-    if h["open"] >= 10_000:
+    if h["open"] + h["failed"] >= 10_000:  # failed streams count against it, not out of it
         target(f"RSS with {h['open']:,} idle SSE streams", h["held_kb"] / 1024, 150, "≤", " MB")
     else:  # a short run: the target is for 10,000
         print(f"| RSS with {h['open']:,} idle SSE streams | {h['held_kb'] / 1024:.2f} MB | ≤ 150 MB at 10,000 | – |")
     if hf:
-        print(f"| (the floor with as many: {hf['held_kb'] / 1024:.1f} MB) | | | |")
+        print(f"| (the floor with {hf['open']:,} streams: {hf['held_kb'] / 1024:.1f} MB) | | | |")
 else:
     target("RSS with 10,000 idle SSE streams", None, 150, "≤", " MB")
 target("RSS growth from 100k to 1M sends", growth, 10, "≤", "%")

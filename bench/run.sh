@@ -16,7 +16,8 @@
 #   IDLE_STREAMS=10000     idle SSE streams held open for the memory figure (0 skips it)
 #   SERVER_CPU=0 LOAD_CPU=1   the core every server is pinned to, and the load generator's
 #   NOTE="..."             a line added to the results (e.g. that the machine was loaded)
-#   OUT=path.md            where the report goes (default bench/results/<UTC date>-suite.md)
+#   OUT=path.md            where the report goes, relative to the repository root (default
+#                          bench/results/<UTC date>-suite.md)
 #   CARGO_TARGET_DIR       where the main workspace's binaries are built (default target/); the
 #                          other-rust workspaces always build into their own target/
 #

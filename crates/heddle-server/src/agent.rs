@@ -42,6 +42,7 @@ impl Caller {
 /// an `async fn` (or `#[async_trait]`) future keeps its arguments twice, so
 /// the two large fields most agents never read (the prior task and the send
 /// configuration) are boxed: 352 bytes a context instead of 888.
+#[derive(Clone, Debug)]
 pub struct RequestContext {
     /// The task this message belongs to (server-assigned).
     pub task_id: String,

@@ -12,7 +12,7 @@ use std::convert::Infallible;
 
 use axum::{
     extract::{FromRequestParts, State},
-    http::{HeaderMap, HeaderName, StatusCode, header, request::Parts},
+    http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header, request::Parts},
     response::{IntoResponse, Response},
 };
 use bytes::Bytes;
@@ -129,7 +129,14 @@ fn is_json(headers: &HeaderMap) -> bool {
 
 fn json_response<T: Serialize>(body: &T) -> Response {
     match crate::json::to_vec(body) {
-        Ok(bytes) => crate::json::json_response(StatusCode::OK, bytes),
+        Ok(bytes) => (
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            bytes,
+        )
+            .into_response(),
         Err(e) => {
             tracing::error!(error = %e, "response serialization failed");
             StatusCode::INTERNAL_SERVER_ERROR.into_response()
@@ -202,7 +209,14 @@ pub(crate) async fn endpoint(
                 out.extend_from_slice(p);
             }
             out.push(b']');
-            crate::json::json_response(StatusCode::OK, out)
+            (
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                )],
+                out,
+            )
+                .into_response()
         }
     }
 }
@@ -216,7 +230,14 @@ enum Answer {
 impl IntoResponse for Answer {
     fn into_response(self) -> Response {
         match self {
-            Answer::Json(b) => crate::json::json_response(StatusCode::OK, b),
+            Answer::Json(b) => (
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                )],
+                b,
+            )
+                .into_response(),
             Answer::Stream(r) => r,
         }
     }

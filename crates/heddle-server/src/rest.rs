@@ -12,7 +12,7 @@ use axum::{
     Router,
     body::Bytes,
     extract::{Path, RawQuery, State},
-    http::{HeaderMap, Method as HttpMethod, StatusCode},
+    http::{HeaderMap, HeaderValue, Method as HttpMethod, StatusCode, header},
     response::{IntoResponse, Response},
     routing::{any, get, post},
 };
@@ -109,7 +109,15 @@ pub(crate) fn check_content_type(headers: &HeaderMap, body: &Bytes) -> Option<Re
 
 pub(crate) fn json<T: Serialize>(status: StatusCode, body: &T) -> Response {
     match crate::json::to_vec(body) {
-        Ok(bytes) => crate::json::json_response(status, bytes),
+        Ok(bytes) => (
+            status,
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            bytes,
+        )
+            .into_response(),
         Err(e) => error(&A2aError::internal(format!("serialization: {e}"))),
     }
 }
@@ -119,7 +127,15 @@ pub(crate) fn error(err: &A2aError) -> Response {
     let (status, body) = err.to_http_body();
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     match crate::json::to_vec(&body) {
-        Ok(bytes) => crate::json::json_response(status, bytes),
+        Ok(bytes) => (
+            status,
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            bytes,
+        )
+            .into_response(),
         Err(_) => status.into_response(),
     }
 }
