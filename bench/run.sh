@@ -225,34 +225,31 @@ if [ "$MILLION" = 1 ]; then
 fi
 streams="{}"
 streams_floor="{}"
+# held NAME URL: holds IDLE_STREAMS idle streams open on the server started as NAME; prints its
+# RSS before and with them, and the load generator's counts, as one JSON object.
+held() {
+  local name=$1 url=$2 pid_var="pid_$1" idle held_rss hold_pid
+  idle=$(rss_kb "${!pid_var}")
+  taskset -c "$LOAD_CPU" $LOADGEN "$url" "$IDLE_STREAMS" 5 >"$work/$name.out" &
+  hold_pid=$!
+  until [ -s "$work/$name.out" ]; do sleep 0.5; done
+  sleep 2
+  held_rss=$(rss_kb "${!pid_var}")
+  wait "$hold_pid"
+  python3 -c 'import json,sys; o=json.loads(sys.argv[1]); h=json.loads(sys.argv[2]); print(json.dumps({"idle_kb": int(sys.argv[3]), "held_kb": int(sys.argv[4]), **o, **h}))' \
+    "$(sed -n 1p "$work/$name.out")" "$(sed -n 2p "$work/$name.out")" "$idle" "$held_rss"
+}
 if [ "$IDLE_STREAMS" -gt 0 ]; then
   # writer-stream with a ten-minute pause: each stream gets its task and WORKING, then waits.
   start held 19197 $R/heddle serve --store memory --listen 127.0.0.1:19197 --grpc-listen 127.0.0.1:0 \
     --max-streams $((IDLE_STREAMS + 100)) --writer-stream-pause-ms 600000
-  idle=$(rss_kb "$pid_held")
-  taskset -c "$LOAD_CPU" $LOADGEN hold://127.0.0.1:19197/api/v1/agents/writer-stream/a2a \
-    "$IDLE_STREAMS" 5 >"$work/hold.out" &
-  hold_pid=$!
-  until [ -s "$work/hold.out" ]; do sleep 0.5; done
-  sleep 2
-  held_rss=$(rss_kb "$pid_held")
-  wait "$hold_pid"
+  streams=$(held held hold://127.0.0.1:19197/api/v1/agents/writer-stream/a2a)
   stop held
-  streams=$(python3 -c 'import json,sys; o=json.loads(sys.argv[1]); h=json.loads(sys.argv[2]); print(json.dumps({"idle_kb": int(sys.argv[3]), "held_kb": int(sys.argv[4]), **o, **h}))' \
-    "$(sed -n 1p "$work/hold.out")" "$(sed -n 2p "$work/hold.out")" "$idle" "$held_rss")
   # The same streams held by the floor (POST /hold: the first two events, then silence), for
   # what bare hyper itself costs per idle connection.
   start held_floor 19199 $R/heddle-bench-floor 127.0.0.1:19199
-  idle=$(rss_kb "$pid_held_floor")
-  taskset -c "$LOAD_CPU" $LOADGEN hold://127.0.0.1:19199/hold "$IDLE_STREAMS" 5 >"$work/hold_floor.out" &
-  hold_pid=$!
-  until [ -s "$work/hold_floor.out" ]; do sleep 0.5; done
-  sleep 2
-  held_rss=$(rss_kb "$pid_held_floor")
-  wait "$hold_pid"
+  streams_floor=$(held held_floor hold://127.0.0.1:19199/hold)
   stop held_floor
-  streams_floor=$(python3 -c 'import json,sys; o=json.loads(sys.argv[1]); h=json.loads(sys.argv[2]); print(json.dumps({"idle_kb": int(sys.argv[3]), "held_kb": int(sys.argv[4]), **o, **h}))' \
-    "$(sed -n 1p "$work/hold_floor.out")" "$(sed -n 2p "$work/hold_floor.out")" "$idle" "$held_rss")
 fi
 
 versions=$(
