@@ -262,7 +262,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
-    let http = crate::serve_tls::serve(listener, app, tls.clone(), stopped(stop_rx.clone()));
+    let http = crate::serve_tls::serve(
+        listener,
+        app,
+        tls.clone(),
+        args.max_body_bytes,
+        stopped(stop_rx.clone()),
+    );
     let grpc = async {
         match (grpc_listener, hub.grpc_app()) {
             (Some(l), Some(app)) => {
@@ -270,7 +276,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                     "  gRPC           {} (tenant = agent id)",
                     grpc_addr.map(|a| a.to_string()).unwrap_or_default()
                 );
-                crate::serve_tls::serve(l, app, tls.clone(), stopped(stop_rx.clone())).await
+                crate::serve_tls::serve(
+                    l,
+                    app,
+                    tls.clone(),
+                    args.max_body_bytes,
+                    stopped(stop_rx.clone()),
+                )
+                .await
             }
             _ => Ok(()),
         }

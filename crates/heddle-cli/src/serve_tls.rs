@@ -6,7 +6,10 @@ use anyhow::Context;
 use axum::Router;
 use clap::Args;
 use heddle_client::heddle_signing::{CardSigner, SigningKey};
-use heddle_server::tls::{TlsServerConfig, TlsSettings, serve_tls};
+use heddle_server::{
+    listen::ConnLimits,
+    tls::{TlsServerConfig, TlsSettings, serve_tls_with},
+};
 
 /// Where the hub publishes the public key of an asymmetric signing key.
 pub const JWKS_PATH: &str = "/.well-known/jwks.json";
@@ -76,16 +79,22 @@ impl ServeSecurityArgs {
     }
 }
 
-/// Serves `app` on `listener`, over TLS when `tls` is set.
+/// Serves `app` on `listener`, over TLS when `tls` is set, reading HTTP/1.1
+/// request bodies of up to `max_body_bytes`.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     app: Router,
     tls: Option<Arc<TlsServerConfig>>,
+    max_body_bytes: usize,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let limits = ConnLimits {
+        max_body_bytes,
+        ..ConnLimits::default()
+    };
     match tls {
-        Some(config) => serve_tls(listener, config, app, shutdown).await,
+        Some(config) => serve_tls_with(listener, config, app, limits, shutdown).await,
         // HTTP/1 and HTTP/2 told apart by a peek; TCP_NODELAY on every socket.
-        None => heddle_server::listen::serve(listener, app, shutdown).await,
+        None => heddle_server::listen::serve_with(listener, app, limits, shutdown).await,
     }
 }

@@ -3,15 +3,11 @@
 //! open connections finish.
 //!
 //! Each connection's protocol is told from its first bytes by *peeking* at
-//! the socket, and the connection then goes straight to hyper's HTTP/1 or
-//! HTTP/2 server. hyper-util's `auto` builder (what `axum::serve` uses) reads
-//! those bytes itself and hands them back through a rewinding wrapper; hyper's
-//! HTTP/1 read buffer then receives them in a read of their own and grows
-//! from 8 to 16 KB on every connection, for the connection's life: 80 MB
-//! with 10,000 open SSE streams.
-//!
-//! HTTP/2 connections write through [`coalesce`], so that the answers to
-//! many concurrent streams leave in one system call rather than one each.
+//! the socket. HTTP/1.1 connections go to Heddle's own connection driver
+//! ([`http1`], framing in `heddle-http1`), which holds no buffers while an
+//! SSE stream waits (hyper's keeps 16 KiB a connection); HTTP/2 ones go to
+//! hyper's HTTP/2 server, writing through [`coalesce`] so that the answers
+//! to many concurrent streams leave in one system call rather than one each.
 //!
 //! ```no_run
 //! # async fn run(app: axum::Router) -> std::io::Result<()> {
@@ -20,23 +16,28 @@
 //! # }
 //! ```
 
-use std::{error::Error as StdError, future::Future, net::SocketAddr, time::Duration};
+use std::{error::Error as StdError, future::Future, net::SocketAddr, pin::Pin, time::Duration};
 
-use axum::{Router, extract::Request, response::Response};
+use axum::{Router, extract::Request};
 use hyper::{body::Incoming, server::conn as hyper_conn};
 use hyper_util::{
     rt::{TokioExecutor, TokioIo},
-    server::{
-        conn::auto,
-        graceful::{GracefulShutdown, Watcher},
-    },
+    server::conn::auto,
     service::TowerToHyperService,
 };
-use tokio::net::{TcpListener, TcpStream};
+use tokio::{
+    io::{AsyncRead, AsyncWrite},
+    net::{TcpListener, TcpStream},
+    sync::watch,
+};
+use tower::ServiceExt as _;
 
 mod coalesce;
+mod http1;
 
 use coalesce::Coalesce;
+pub use heddle_http1::HeadLimits;
+pub use http1::ConnLimits;
 
 /// How long open connections get to finish after the shutdown signal.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -53,40 +54,56 @@ pub(crate) enum Wire {
     Undecided,
 }
 
+/// Turns `true` when the server stops accepting; every connection holds a
+/// receiver, so the sender sees when the last one has finished.
+pub(crate) type Drain = watch::Receiver<bool>;
+
 /// Serves `app` on `listener` (plain TCP) until `shutdown` resolves, then
-/// lets open connections finish (up to 10 s).
+/// lets open connections finish (up to 10 s). HTTP/1.1 requests are held to
+/// [`ConnLimits::default`].
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
+    serve_with(listener, app, ConnLimits::default(), shutdown).await
+}
+
+/// [`serve`] with HTTP/1.1 request `limits` of the caller's choosing (the
+/// body limit should be at least the largest of the routes').
+pub async fn serve_with(
+    listener: TcpListener,
+    app: Router,
+    limits: ConnLimits,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
     // The route table is built once here, not per connection.
     let app = app.with_state(());
-    accept_loop(listener, shutdown, move |tcp, _peer, watcher| {
+    accept_loop(listener, shutdown, move |tcp, _peer, drain| {
         let app = app.clone();
         async move {
             let Ok(wire) = sniff(&tcp).await else { return };
-            serve_connection(TokioIo::new(tcp), wire, app, watcher).await;
+            serve_connection(tcp, wire, app, None::<()>, limits, drain).await;
         }
     })
     .await
 }
 
 /// Accepts connections until `shutdown` resolves and runs `serve_one` for
-/// each on a task of its own, under the graceful-shutdown watcher it is
-/// given; then lets open connections finish (up to 10 s). Accepted sockets
-/// get `TCP_NODELAY`: SSE events and HTTP/2's headers, data and trailers
-/// frames are small writes that must not wait out the peer's delayed ACK.
+/// each on a task of its own, with the drain signal it is given; then lets
+/// open connections finish (up to 10 s). Accepted sockets get `TCP_NODELAY`:
+/// SSE events and HTTP/2's headers, data and trailers frames are small
+/// writes that must not wait out the peer's delayed ACK.
 pub(crate) async fn accept_loop<F, Fut>(
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
     serve_one: F,
 ) -> std::io::Result<()>
 where
-    F: Fn(TcpStream, SocketAddr, Watcher) -> Fut,
+    F: Fn(TcpStream, SocketAddr, Drain) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    let graceful = GracefulShutdown::new();
+    let (drain_tx, drain) = watch::channel(false);
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let (tcp, peer) = tokio::select! {
@@ -102,15 +119,17 @@ where
             () = &mut shutdown => break,
         };
         let _ = tcp.set_nodelay(true);
-        tokio::spawn(serve_one(tcp, peer, graceful.watcher()));
+        tokio::spawn(serve_one(tcp, peer, drain.clone()));
     }
     drop(listener);
-    let _ = tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()).await;
+    drop(drain);
+    drain_tx.send_replace(true);
+    let _ = tokio::time::timeout(DRAIN_TIMEOUT, drain_tx.closed()).await;
     Ok(())
 }
 
 /// Tells HTTP/2 with prior knowledge from HTTP/1 by peeking at the first
-/// bytes, leaving them in the socket for hyper to read.
+/// bytes, leaving them in the socket for the server to read.
 async fn sniff(tcp: &TcpStream) -> std::io::Result<Wire> {
     let mut first = [0u8; H2_PREFACE.len()];
     let n = tcp.peek(&mut first).await?;
@@ -120,7 +139,7 @@ async fn sniff(tcp: &TcpStream) -> std::io::Result<Wire> {
 /// The wire the first `n` bytes of a connection show.
 fn classify(first: &[u8]) -> Wire {
     if first.is_empty() {
-        // Closed before a byte: hyper sees the EOF and ends quietly.
+        // Closed before a byte: the HTTP/1 driver sees the EOF and ends quietly.
         Wire::Http1
     } else if !H2_PREFACE.starts_with(first) {
         Wire::Http1
@@ -133,43 +152,70 @@ fn classify(first: &[u8]) -> Wire {
     }
 }
 
-/// Serves one connection with the HTTP `wire` names, under the graceful
-/// shutdown `watcher`. (No A2A binding uses HTTP/1.1 `Upgrade`.)
-pub(crate) async fn serve_connection<I, S, B>(io: I, wire: Wire, service: S, watcher: Watcher)
-where
-    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
-    S: tower::Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<Box<dyn StdError + Send + Sync>>,
-    B: hyper::body::Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn StdError + Send + Sync>>,
+/// Serves one connection with the HTTP `wire` names until it ends or, once
+/// `drain` turns true, until what is in flight has finished. `stamp`, when
+/// set, goes into every request's extensions. (No A2A binding uses
+/// HTTP/1.1 `Upgrade`.)
+pub(crate) async fn serve_connection<I, T>(
+    io: I,
+    wire: Wire,
+    app: Router,
+    stamp: Option<T>,
+    limits: ConnLimits,
+    drain: Drain,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    T: Clone + Send + Sync + 'static,
 {
-    let service = TowerToHyperService::new(service);
-    let result: Result<(), Box<dyn StdError + Send + Sync>> = match wire {
-        Wire::Http1 => {
-            let conn = hyper_conn::http1::Builder::new().serve_connection(io, service);
-            watcher.watch(conn).await.map_err(Into::into)
+    if wire == Wire::Http1 {
+        return http1::serve(io, app, stamp, limits, drain).await;
+    }
+    let service = TowerToHyperService::new(app.map_request(move |mut req: Request<Incoming>| {
+        if let Some(stamp) = &stamp {
+            req.extensions_mut().insert(stamp.clone());
         }
-        // The other two are boxed: inline, the largest of the three would set
-        // the size of every connection's task, HTTP/1 ones (the many) included.
-        // Writes gathered until h2 flushes: many answers to a system call.
-        Wire::Http2 => {
+        req
+    }));
+    let io = TokioIo::new(io);
+    // Boxed: inline, the HTTP/2 connection would set the size of every
+    // connection's task, HTTP/1 ones (the many) included.
+    let result: Result<(), Box<dyn StdError + Send + Sync>> = if wire == Wire::Http2 {
+        Box::pin(async move {
+            // Writes gathered until h2 flushes: many answers to a system call.
             let conn = hyper_conn::http2::Builder::new(TokioExecutor::new())
                 .serve_connection(Coalesce::new(io), service);
-            Box::pin(watcher.watch(conn)).await.map_err(Into::into)
-        }
-        Wire::Undecided => {
-            Box::pin(async move {
-                let builder = auto::Builder::new(TokioExecutor::new());
-                watcher.watch(builder.serve_connection(io, service)).await
-            })
-            .await
-        }
+            until_drained(conn, drain, |c| c.graceful_shutdown())
+                .await
+                .map_err(Into::into)
+        })
+        .await
+    } else {
+        Box::pin(async move {
+            let builder = auto::Builder::new(TokioExecutor::new());
+            let conn = builder.serve_connection(io, service);
+            until_drained(conn, drain, |c| c.graceful_shutdown()).await
+        })
+        .await
     };
     if let Err(e) = result {
         tracing::debug!("connection: {e}");
     }
+}
+
+/// Drives a hyper connection; once `drain` turns true, asks it to finish
+/// what is in flight (`shut`) and waits for that.
+async fn until_drained<C: Future>(
+    conn: C,
+    mut drain: Drain,
+    shut: impl FnOnce(Pin<&mut C>),
+) -> C::Output {
+    let mut conn = std::pin::pin!(conn);
+    tokio::select! {
+        out = conn.as_mut() => return out,
+        _ = drain.wait_for(|d| *d) => {}
+    }
+    shut(conn.as_mut());
+    conn.await
 }
 
 #[cfg(test)]

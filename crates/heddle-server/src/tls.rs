@@ -19,8 +19,7 @@
 
 use std::{future::Future, sync::Arc, time::Duration};
 
-use axum::{Router, extract::Request};
-use hyper_util::rt::TokioIo;
+use axum::Router;
 use rustls::{
     RootCertStore, ServerConfig,
     pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject},
@@ -28,12 +27,11 @@ use rustls::{
 };
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
-use tower::ServiceExt as _;
 use x509_parser::prelude::{FromDer, GeneralName, X509Certificate};
 
 use crate::{
     Caller,
-    listen::{Wire, accept_loop, serve_connection},
+    listen::{ConnLimits, Wire, accept_loop, serve_connection},
 };
 
 /// The rustls server configuration [`serve_tls`] takes.
@@ -180,17 +178,28 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Serves `app` over TLS on `listener` until `shutdown` resolves, then lets
 /// open connections finish (up to 10 s). The protocol ALPN settled on picks
-/// hyper's HTTP/1 or HTTP/2 server (see [`crate::listen`]).
+/// Heddle's HTTP/1.1 driver or hyper's HTTP/2 server (see [`crate::listen`]).
 pub async fn serve_tls(
     listener: TcpListener,
     config: Arc<ServerConfig>,
     app: Router,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
+    serve_tls_with(listener, config, app, ConnLimits::default(), shutdown).await
+}
+
+/// [`serve_tls`] with HTTP/1.1 request `limits` of the caller's choosing.
+pub async fn serve_tls_with(
+    listener: TcpListener,
+    config: Arc<ServerConfig>,
+    app: Router,
+    limits: ConnLimits,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
     // Turn the routes into services once, not per connection or request.
     let app = app.with_state(());
     let acceptor = TlsAcceptor::from(config);
-    accept_loop(listener, shutdown, move |tcp, peer, watcher| {
+    accept_loop(listener, shutdown, move |tcp, peer, drain| {
         let acceptor = acceptor.clone();
         let app = app.clone();
         async move {
@@ -215,13 +224,7 @@ pub async fn serve_tls(
                 Some(b"http/1.1") => Wire::Http1,
                 _ => Wire::Undecided,
             };
-            let service = app.map_request(move |mut req: Request<hyper::body::Incoming>| {
-                if let Some(c) = &caller {
-                    req.extensions_mut().insert(c.clone());
-                }
-                req
-            });
-            serve_connection(TokioIo::new(tls), wire, service, watcher).await;
+            serve_connection(tls, wire, app, caller, limits, drain).await;
         }
     })
     .await
