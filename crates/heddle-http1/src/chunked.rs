@@ -2,7 +2,10 @@
 //!
 //! Lines must end in CRLF: a bare LF inside chunk framing is refused, not
 //! tolerated, because a front proxy that reads it differently would see a
-//! different body end.
+//! different body end. (Request heads accept a bare LF as a line end, as
+//! httparse and hyper do and RFC 9112 §2.2 allows: there it moves no
+//! boundary a proxy could disagree on, since the head ends at the first
+//! empty line either way.)
 
 use bytes::{Buf, BytesMut};
 
@@ -121,6 +124,11 @@ impl ChunkedDecoder {
                     else {
                         return Ok(false);
                     };
+                    // Dropped, but not unchecked: no control bytes.
+                    let text = &line[..line.len() - 2];
+                    if text.iter().any(|&b| b < 0x20 && b != b'\t' || b == 0x7f) {
+                        return Err(ChunkError::Trailers);
+                    }
                     self.state = if line.len() == 2 {
                         State::Done
                     } else {
@@ -149,7 +157,9 @@ fn take_line(input: &mut BytesMut, max: usize) -> Result<Option<BytesMut>, ()> {
 fn parse_size(line: &[u8]) -> Result<u64, ChunkError> {
     let line = &line[..line.len() - 2];
     let digits = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
-    if digits == 0 || digits > 16 {
+    // Leading zeros do not count toward the 16 digits a u64 holds.
+    let zeros = line[..digits].iter().take_while(|&&b| b == b'0').count();
+    if digits == 0 || digits - zeros > 16 {
         return Err(ChunkError::InvalidSize);
     }
     let rest = &line[digits..];
@@ -219,6 +229,8 @@ mod tests {
             (b"5\r\nhelloXX", ChunkError::MissingCrlf),
             (b"5\r\nhelloX", ChunkError::MissingCrlf),
             (b"0\r\nx: y\n\r\n", ChunkError::Trailers),
+            (b"0\r\nx: a\rb\r\n\r\n", ChunkError::Trailers),
+            (b"0\r\nx: a\x00\r\n\r\n", ChunkError::Trailers),
             (b"ff\r\n", ChunkError::TooLarge(100)),
         ] {
             let mut d = ChunkedDecoder::new(100);
@@ -231,6 +243,13 @@ mod tests {
                 String::from_utf8_lossy(wire)
             );
         }
+    }
+
+    #[test]
+    fn leading_zeros_do_not_make_a_size_too_long() {
+        let wire = b"000000000000000000003\r\nabc\r\n0\r\n\r\n";
+        let (body, _) = decode_all(wire, 10).expect("valid");
+        assert_eq!(body, b"abc");
     }
 
     #[test]

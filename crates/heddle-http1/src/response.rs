@@ -34,9 +34,13 @@ impl ResponseHead {
     /// the request was HEAD) and appends the head's bytes to `out`.
     /// `body_len` is the body's length when known up front. The framing
     /// headers are the server's to set: a `Transfer-Encoding` the
-    /// application set is replaced, a `Content-Length` is kept only when
-    /// the body's length is not known otherwise. A `Date` is added when
-    /// missing.
+    /// application set is dropped (and `chunked` set when the length is
+    /// unknown); its `Content-Length` is replaced by `body_len` when that is
+    /// known, used when it is a single well-formed value and the length is
+    /// not known otherwise, and dropped when the answer is chunked or has no
+    /// body by its status. HEAD and 304 answers keep the application's
+    /// `Content-Length` (it describes the body a GET would get). A `Date` is
+    /// added when missing.
     pub fn encode(
         out: &mut Vec<u8>,
         version: Version,
@@ -60,12 +64,15 @@ impl ResponseHead {
         } else if let Some(n) = declared_length(headers) {
             ResponseFraming::Length(n)
         } else if http11 {
+            // Never both (RFC 9112 §6.2): a reader could frame on either.
+            headers.remove(header::CONTENT_LENGTH);
             headers.insert(
                 header::TRANSFER_ENCODING,
                 HeaderValue::from_static("chunked"),
             );
             ResponseFraming::Chunked
         } else {
+            headers.remove(header::CONTENT_LENGTH);
             keep_alive = false;
             ResponseFraming::UntilClose
         };
@@ -123,6 +130,10 @@ fn declared_length(headers: &HeaderMap) -> Option<u64> {
     let mut values = headers.get_all(header::CONTENT_LENGTH).iter();
     let first = values.next()?;
     if values.next().is_some() {
+        return None;
+    }
+    let digits = first.as_bytes();
+    if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
     first.to_str().ok()?.parse().ok()
@@ -250,6 +261,19 @@ mod tests {
             None,
         );
         assert_eq!(h.framing, ResponseFraming::Length(5));
+    }
+
+    #[test]
+    fn a_length_the_application_got_wrong_never_goes_out_beside_chunked() {
+        for bad in [
+            &[("content-length", "+5")][..],
+            &[("content-length", "5"), ("content-length", "5")],
+            &[("content-length", "five")],
+        ] {
+            let (text, h) = encode(Version::HTTP_11, false, StatusCode::OK, bad, None);
+            assert_eq!(h.framing, ResponseFraming::Chunked);
+            assert!(!text.contains("content-length"), "{text}");
+        }
     }
 
     #[test]

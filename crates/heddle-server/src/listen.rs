@@ -4,10 +4,13 @@
 //!
 //! Each connection's protocol is told from its first bytes by *peeking* at
 //! the socket. HTTP/1.1 connections go to Heddle's own connection driver
-//! ([`http1`], framing in `heddle-http1`), which holds no buffers while an
+//! (`http1`, framing in `heddle-http1`), which holds no buffers while an
 //! SSE stream waits (hyper's keeps 16 KiB a connection); HTTP/2 ones go to
-//! hyper's HTTP/2 server, writing through [`coalesce`] so that the answers
+//! hyper's HTTP/2 server, writing through `coalesce` so that the answers
 //! to many concurrent streams leave in one system call rather than one each.
+//! A connection whose first segment is a strict prefix of the HTTP/2
+//! preface (`P`, `PR`, …: either protocol still possible) goes to
+//! hyper-util's `auto` builder, which waits for more and serves both.
 //!
 //! ```no_run
 //! # async fn run(app: axum::Router) -> std::io::Result<()> {

@@ -219,10 +219,11 @@ pub async fn serve_tls_with(
                 .peer_certificates()
                 .and_then(|c| c.first())
                 .and_then(|c| caller_from_certificate(c));
+            // HTTP/2 over TLS is negotiated by ALPN (RFC 9113 §3.2), so a
+            // client that offered no protocol speaks HTTP/1.1.
             let wire = match session.alpn_protocol() {
                 Some(b"h2") => Wire::Http2,
-                Some(b"http/1.1") => Wire::Http1,
-                _ => Wire::Undecided,
+                _ => Wire::Http1,
             };
             serve_connection(tls, wire, app, caller, limits, drain).await;
         }

@@ -5,18 +5,25 @@
 //! life, and an A2A server spends most of its connections on SSE streams
 //! that wait minutes between events: with 10,000 of them the two buffers
 //! were more memory than everything else Heddle keeps for a stream. Here
-//! the read buffer goes with the request body it was read into, and the
-//! write buffer is given back after every flush, so a waiting stream holds
-//! neither.
+//! the read buffer goes with the request body it was read into (unless the
+//! client sent more behind it, or the application keeps a header value,
+//! which shares its allocation), and the write buffer is given back after
+//! every flush, so a waiting stream holds neither. A keep-alive connection
+//! waiting for its next request holds a 4 KiB read buffer.
 //!
 //! One request at a time: the head is read (within 30 s of its first byte),
-//! then the whole body (up to [`ConnLimits::max_body_bytes`]; the bindings
-//! read whole bodies anyway), then the service runs, and its answer is
-//! written with everything the body has ready gathered into one write. While
-//! the service runs and while a streamed answer waits for its next frame,
-//! the socket is watched, so a client that leaves drops its request (as
-//! with hyper). Bytes a client sends ahead (pipelining) are kept and served
-//! next.
+//! then the whole body (up to [`ConnLimits::max_body_bytes`], with room
+//! reserved as bytes arrive, not as the length claims, and 30 s at most
+//! between bytes; the bindings read whole bodies anyway), then the service
+//! runs, and its answer is written with everything the body has ready
+//! gathered into one write. `100 Continue` goes out before routing, once the
+//! length is within the limit. While the service runs and while a streamed
+//! answer waits for its next frame, the socket is watched, so a client that
+//! leaves drops its request (as with hyper). Bytes a client sends ahead
+//! (pipelining) are kept and served next. A refusal (400, 413, 431, 501,
+//! 505) closes the connection after reading what the client still sends for
+//! up to 2 s. Writes have no timeout, as with hyper: a client that stops
+//! reading holds its connection until it closes.
 
 use std::{convert::Infallible, io, time::Duration};
 
@@ -38,6 +45,15 @@ use tower::Service;
 
 /// How long a request head may take from its first byte to its last.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a request body may go without a byte arriving.
+const BODY_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// The most a body read reserves ahead of what has arrived: a declared
+/// length is a claim, and memory follows the bytes, not the claim.
+const BODY_RESERVE: usize = 64 << 10;
+/// After refusing a request whose body was not read, how long and how much
+/// of it is read and dropped before closing, so that the refusal is not lost
+/// to the reset a close with unread data sends.
+const LINGER: (Duration, usize) = (Duration::from_secs(2), 64 << 10);
 /// What a read asks room for: a whole A2A request, head and body, usually.
 const READ_CHUNK: usize = 4096;
 /// An answer gathered past this is written before more is gathered.
@@ -50,7 +66,9 @@ pub struct ConnLimits {
     pub head: HeadLimits,
     /// A request body, read whole before the request is routed; a larger one
     /// gets `413 Payload Too Large` and the connection closes. Routes may set
-    /// a lower limit of their own (`crate::Limits::max_body_bytes`).
+    /// a lower limit of their own (`crate::Limits::max_body_bytes`); a route
+    /// limit above this one is capped by it, on HTTP/1.1 only, so serve with
+    /// at least the largest (as `heddle serve` does with `--max-body-bytes`).
     pub max_body_bytes: usize,
 }
 
@@ -122,7 +140,9 @@ impl<I: AsyncRead + AsyncWrite + Unpin> Conn<I> {
         loop {
             let head = match self.read_head().await {
                 Ok(Some(head)) => head,
-                Ok(None) => return Ok(()),
+                // Closed, timed out or drained: close our side too (over TLS,
+                // that sends close_notify).
+                Ok(None) => return self.io.shutdown().await,
                 Err(e) => return self.refuse(e.status(), &e.to_string()).await,
             };
             let RequestHead {
@@ -180,16 +200,27 @@ impl<I: AsyncRead + AsyncWrite + Unpin> Conn<I> {
     /// out, or the server is draining and nothing is pending.
     async fn read_head(&mut self) -> Result<Option<RequestHead>, heddle_http1::HeadError> {
         let mut deadline = None;
+        // Whether the bytes read last could have completed the head: a head
+        // ends with a line feed, so a read without one is not parsed again
+        // (a client dribbling a byte at a time would otherwise make parsing
+        // quadratic in the head's length).
+        let mut fresh = true;
         loop {
             if !self.rd.is_empty() {
-                if let Some(head) = parse_request(&mut self.rd, &self.limits.head)? {
-                    return Ok(Some(head));
+                if fresh {
+                    if let Some(head) = parse_request(&mut self.rd, &self.limits.head)? {
+                        return Ok(Some(head));
+                    }
+                } else if self.rd.len() >= self.limits.head.max_head_bytes {
+                    let limit = self.limits.head.max_head_bytes;
+                    return Err(heddle_http1::HeadError::TooLarge(limit));
                 }
                 deadline.get_or_insert_with(|| Instant::now() + HEAD_TIMEOUT);
             }
             if self.rd.capacity() - self.rd.len() < READ_CHUNK / 4 {
                 self.rd.reserve(READ_CHUNK);
             }
+            let before = self.rd.len();
             let read = match deadline {
                 // Idle between requests: wait for a byte or the drain.
                 None => {
@@ -208,7 +239,7 @@ impl<I: AsyncRead + AsyncWrite + Unpin> Conn<I> {
             };
             match read {
                 Ok(0) | Err(_) => return Ok(None),
-                Ok(_) => {}
+                Ok(_) => fresh = self.rd[before..].contains(&b'\n'),
             }
         }
     }
@@ -227,17 +258,12 @@ impl<I: AsyncRead + AsyncWrite + Unpin> Conn<I> {
                     .ok()
                     .filter(|&n| n <= max)
                     .ok_or(BodyError::TooLarge)?;
-                if self.rd.len() < n {
-                    if expect_continue {
-                        self.continue_().await?;
-                    }
-                    self.rd.reserve(n - self.rd.len());
+                if self.rd.len() < n && expect_continue {
+                    self.continue_().await?;
                 }
                 while self.rd.len() < n {
-                    match self.io.read_buf(&mut self.rd).await {
-                        Ok(0) | Err(_) => return Err(BodyError::Gone),
-                        Ok(_) => {}
-                    }
+                    self.rd.reserve((n - self.rd.len()).min(BODY_RESERVE));
+                    self.read_more().await?;
                 }
                 Ok(self.rd.split_to(n).freeze())
             }
@@ -259,12 +285,18 @@ impl<I: AsyncRead + AsyncWrite + Unpin> Conn<I> {
                     if self.rd.capacity() - self.rd.len() < READ_CHUNK / 4 {
                         self.rd.reserve(READ_CHUNK);
                     }
-                    match self.io.read_buf(&mut self.rd).await {
-                        Ok(0) | Err(_) => return Err(BodyError::Gone),
-                        Ok(_) => {}
-                    }
+                    self.read_more().await?;
                 }
             }
+        }
+    }
+
+    /// Reads more of a body into `rd`: gone if the client closes or sends
+    /// nothing for [`BODY_IDLE_TIMEOUT`].
+    async fn read_more(&mut self) -> Result<(), BodyError> {
+        match tokio::time::timeout(BODY_IDLE_TIMEOUT, self.io.read_buf(&mut self.rd)).await {
+            Ok(Ok(n)) if n > 0 => Ok(()),
+            _ => Err(BodyError::Gone),
         }
     }
 
@@ -412,13 +444,30 @@ impl<I: AsyncRead + AsyncWrite + Unpin> Conn<I> {
         );
         self.wr.extend_from_slice(text.as_bytes());
         self.flush().await?;
-        self.io.shutdown().await
+        self.io.shutdown().await?;
+        // Lingering close: read (and drop) what the client is still sending,
+        // for a while, so that our answer reaches it before the socket closes.
+        let (time, bytes) = LINGER;
+        let mut sink = [0u8; 1024];
+        let drained = async {
+            let mut total = 0;
+            while total < bytes {
+                match self.io.read(&mut sink).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => total += n,
+                }
+            }
+        };
+        let _ = tokio::time::timeout(time, drained).await;
+        Ok(())
     }
 }
 
 /// Completes when the peer closes the connection or it fails; meanwhile
-/// keeps what the peer sends ahead in `rd`, up to `limit` bytes, and past
-/// that stops reading (TCP's window then holds the client back).
+/// keeps what the peer sends ahead in `rd`, up to about `limit` bytes, and
+/// past that stops reading (TCP's window then holds the client back). A
+/// peer that closes its side with requests already sent ahead (a half
+/// close) is not gone: those get their answers.
 async fn watch_peer<I: AsyncRead + Unpin>(io: &mut I, rd: &mut BytesMut, limit: usize) {
     let mut probe = [0u8; 64];
     loop {
@@ -426,6 +475,7 @@ async fn watch_peer<I: AsyncRead + Unpin>(io: &mut I, rd: &mut BytesMut, limit: 
             return std::future::pending().await;
         }
         match io.read(&mut probe).await {
+            Ok(0) if !rd.is_empty() => return std::future::pending().await,
             Ok(0) | Err(_) => return,
             Ok(n) => rd.extend_from_slice(&probe[..n]),
         }
@@ -568,6 +618,31 @@ mod tests {
         assert!(String::from_utf8_lossy(&answer[..n]).ends_with("\r\n\r\nhi"));
         drain.send_replace(true);
         assert_eq!(read_all(&mut c).await, "", "closed without another byte");
+    }
+
+    #[tokio::test]
+    async fn a_client_that_half_closes_after_pipelining_still_gets_its_answers() {
+        let (mut c, _drain) = connect(ConnLimits::default());
+        c.write_all(b"POST /echo HTTP/1.1\r\ncontent-length: 1\r\n\r\naPOST /echo HTTP/1.1\r\ncontent-length: 1\r\n\r\nb")
+            .await
+            .expect("write");
+        c.shutdown().await.expect("half close");
+        let text = read_all(&mut c).await;
+        assert_eq!(text.matches("HTTP/1.1 200 OK").count(), 2, "{text}");
+        assert!(text.ends_with("\r\n\r\nb"), "{text}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_that_stops_arriving_is_dropped_after_the_idle_timeout() {
+        let (mut c, _drain) = connect(ConnLimits::default());
+        // Claims 8 MB, sends 4 bytes: memory follows the bytes, and after
+        // 30 s of silence the connection is let go.
+        c.write_all(b"POST /echo HTTP/1.1\r\ncontent-length: 8000000\r\n\r\nabcd")
+            .await
+            .expect("write");
+        let wait = BODY_IDLE_TIMEOUT + Duration::from_secs(1);
+        let closed = tokio::time::timeout(wait, read_all(&mut c)).await;
+        assert_eq!(closed.expect("closed by the server"), "");
     }
 
     #[tokio::test(start_paused = true)]
