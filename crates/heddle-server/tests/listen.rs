@@ -161,3 +161,94 @@ async fn shutdown_lets_the_request_in_flight_finish() {
         .expect("the server returns once it is drained")
         .expect("join");
 }
+
+/// Sends `what` when dropped: tells a test that the server let go of a
+/// request's future or an answer's body.
+struct Dropped(
+    &'static str,
+    tokio::sync::mpsc::UnboundedSender<&'static str>,
+);
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        let _ = self.1.send(self.0);
+    }
+}
+
+/// A server whose `/never` answers never come and whose `/stalled` stream
+/// sends one chunk and then nothing; each reports when it is dropped.
+async fn start_stalling() -> (String, tokio::sync::mpsc::UnboundedReceiver<&'static str>) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let (never_tx, stalled_tx) = (tx.clone(), tx);
+    let app = Router::new()
+        .route(
+            "/never",
+            get(move || {
+                let guard = Dropped("handler", never_tx.clone());
+                async move {
+                    let _guard = guard;
+                    std::future::pending::<()>().await;
+                    "unreachable"
+                }
+            }),
+        )
+        .route(
+            "/stalled",
+            get(move || {
+                let guard = Dropped("stream", stalled_tx.clone());
+                async move {
+                    let first =
+                        futures::stream::once(async { Ok::<_, std::convert::Infallible>("first") });
+                    let rest = futures::stream::unfold(guard, |guard| async move {
+                        std::future::pending::<()>().await;
+                        Some((Ok("never"), guard))
+                    });
+                    axum::body::Body::from_stream(futures::StreamExt::chain(first, rest))
+                }
+            }),
+        );
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    tokio::spawn(heddle_server::listen::serve(
+        listener,
+        app,
+        std::future::pending(),
+    ));
+    (addr, rx)
+}
+
+/// HTTP/1.1: a client that leaves while its request runs, or while its
+/// stream waits for the next event, takes the request with it (so an SSE
+/// subscriber that went away does not stay subscribed).
+#[tokio::test]
+async fn http1_clients_that_leave_take_their_request_and_stream_with_them() {
+    let (addr, mut dropped) = start_stalling().await;
+
+    let mut tcp = TcpStream::connect(&addr).await.expect("connect");
+    tcp.write_all(b"GET /never HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .expect("write");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    drop(tcp);
+    let what = tokio::time::timeout(Duration::from_secs(5), dropped.recv())
+        .await
+        .expect("the handler's future is dropped once the client is gone");
+    assert_eq!(what, Some("handler"));
+
+    let mut tcp = TcpStream::connect(&addr).await.expect("connect");
+    tcp.write_all(b"GET /stalled HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .expect("write");
+    let mut seen = Vec::new();
+    while !String::from_utf8_lossy(&seen).contains("first") {
+        let mut buf = [0u8; 512];
+        let n = tcp.read(&mut buf).await.expect("read");
+        assert!(n > 0, "closed early");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    drop(tcp);
+    let what = tokio::time::timeout(Duration::from_secs(5), dropped.recv())
+        .await
+        .expect("the stalled stream is dropped once the client is gone");
+    assert_eq!(what, Some("stream"));
+}
