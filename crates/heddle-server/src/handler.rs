@@ -31,7 +31,10 @@ use crate::{
 /// Limits that protect the server from oversized or abusive requests.
 #[derive(Clone, Debug)]
 pub struct Limits {
-    /// Largest request body, in bytes (enforced by the HTTP layer).
+    /// Largest request body, in bytes (enforced by the HTTP layer). Over
+    /// HTTP/1.1 a connection also reads bodies only up to its own
+    /// [`crate::listen::ConnLimits::max_body_bytes`] (8 MiB, as here, unless
+    /// served with [`crate::listen::serve_with`]): raise both together.
     pub max_body_bytes: usize,
     /// Most parts in one message.
     pub max_parts: usize,
