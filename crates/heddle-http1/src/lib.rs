@@ -24,5 +24,5 @@ mod request;
 mod response;
 
 pub use chunked::{ChunkError, ChunkedDecoder};
-pub use request::{BodyFraming, HeadError, HeadLimits, RequestHead, parse_request};
+pub use request::{BodyFraming, HeadError, HeadLimits, MAX_HEADERS, RequestHead, parse_request};
 pub use response::{LAST_CHUNK, ResponseFraming, ResponseHead, encode_chunk_header};
