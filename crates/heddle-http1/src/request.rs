@@ -214,7 +214,8 @@ impl Framing {
     fn note(&mut self, name: &HeaderName, value: &Bytes) -> Result<(), HeadError> {
         if name == http::header::CONTENT_LENGTH {
             for item in value.split(|&b| b == b',') {
-                let n = parse_length(trim(item))?;
+                let n =
+                    decimal(trim(item)).ok_or(HeadError::Malformed("invalid Content-Length"))?;
                 if self.length.is_some_and(|m| m != n) {
                     return Err(HeadError::Malformed("differing Content-Length values"));
                 }
@@ -277,16 +278,14 @@ impl Framing {
     }
 }
 
-/// A `Content-Length` item: decimal digits only (no sign, no spaces inside).
-fn parse_length(item: &[u8]) -> Result<u64, HeadError> {
-    const INVALID: HeadError = HeadError::Malformed("invalid Content-Length");
+/// A `Content-Length` value: decimal digits only (no sign, no spaces
+/// inside), fitting a `u64`.
+pub(crate) fn decimal(item: &[u8]) -> Option<u64> {
     if item.is_empty() || !item.iter().all(u8::is_ascii_digit) {
-        return Err(INVALID);
+        return None;
     }
     item.iter().try_fold(0u64, |n, &d| {
-        n.checked_mul(10)
-            .and_then(|n| n.checked_add(u64::from(d - b'0')))
-            .ok_or(INVALID)
+        n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
     })
 }
 

@@ -132,11 +132,7 @@ fn declared_length(headers: &HeaderMap) -> Option<u64> {
     if values.next().is_some() {
         return None;
     }
-    let digits = first.as_bytes();
-    if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    first.to_str().ok()?.parse().ok()
+    crate::request::decimal(first.as_bytes())
 }
 
 /// Runs `f` on the current `Date` value (RFC 9110 §5.6.7), formatted at most

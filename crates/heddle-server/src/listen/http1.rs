@@ -217,9 +217,7 @@ impl<I: AsyncRead + AsyncWrite + Unpin> Conn<I> {
                 }
                 deadline.get_or_insert_with(|| Instant::now() + HEAD_TIMEOUT);
             }
-            if self.rd.capacity() - self.rd.len() < READ_CHUNK / 4 {
-                self.rd.reserve(READ_CHUNK);
-            }
+            self.make_room();
             let before = self.rd.len();
             let read = match deadline {
                 // Idle between requests: wait for a byte or the drain.
@@ -282,12 +280,17 @@ impl<I: AsyncRead + AsyncWrite + Unpin> Conn<I> {
                         }
                         Err(_) => return Err(BodyError::Framing),
                     }
-                    if self.rd.capacity() - self.rd.len() < READ_CHUNK / 4 {
-                        self.rd.reserve(READ_CHUNK);
-                    }
+                    self.make_room();
                     self.read_more().await?;
                 }
             }
+        }
+    }
+
+    /// Room in `rd` for a read of a head or of chunks.
+    fn make_room(&mut self) {
+        if self.rd.capacity() - self.rd.len() < READ_CHUNK / 4 {
+            self.rd.reserve(READ_CHUNK);
         }
     }
 
