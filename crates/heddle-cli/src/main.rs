@@ -6,6 +6,7 @@ mod keys;
 mod remote;
 mod serve;
 mod serve_auth;
+mod serve_limits;
 mod serve_tls;
 mod trust;
 mod webhook;

@@ -8,7 +8,6 @@ use heddle_hub::{
     Bindings, Hub,
     agents::{WriterStream, with_demo_agents_using},
 };
-use heddle_server::Limits;
 use heddle_store::{MemoryStore, SqliteStore, TaskStore};
 
 /// Options of `heddle serve`.
@@ -26,15 +25,8 @@ pub struct ServeArgs {
     /// The URL clients reach this server at (default: http://LISTEN, or https://LISTEN with --tls-cert).
     #[arg(long)]
     public_url: Option<String>,
-    /// Largest request body in bytes.
-    #[arg(long, default_value_t = 8 << 20)]
-    max_body_bytes: usize,
-    /// Most parts in one message.
-    #[arg(long, default_value_t = 256)]
-    max_parts: usize,
-    /// Most streams open at once.
-    #[arg(long, default_value_t = 10_000)]
-    max_streams: usize,
+    #[command(flatten)]
+    limits: crate::serve_limits::LimitArgs,
     /// Protocol bindings to serve, comma-separated: `jsonrpc`, `rest`, `grpc`.
     #[arg(long, value_delimiter = ',', default_value = "jsonrpc,rest,grpc")]
     bindings: Vec<String>,
@@ -151,12 +143,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| format!("{scheme}://{local}"));
     let signer = args.security.signer(&public_url)?;
-    let limits = Limits {
-        max_body_bytes: args.max_body_bytes,
-        max_parts: args.max_parts,
-        max_streams: args.max_streams,
-        ..Limits::default()
-    };
+    let limits = args.limits.handler_limits();
+    let conn_limits = args.limits.conn_limits()?;
     let mut builder = Hub::builder(&public_url, store)
         .limits(limits)
         .bindings(bindings);
@@ -266,7 +254,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         listener,
         app,
         tls.clone(),
-        args.max_body_bytes,
+        conn_limits,
         stopped(stop_rx.clone()),
     );
     let grpc = async {
@@ -276,14 +264,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                     "  gRPC           {} (tenant = agent id)",
                     grpc_addr.map(|a| a.to_string()).unwrap_or_default()
                 );
-                crate::serve_tls::serve(
-                    l,
-                    app,
-                    tls.clone(),
-                    args.max_body_bytes,
-                    stopped(stop_rx.clone()),
-                )
-                .await
+                crate::serve_tls::serve(l, app, tls.clone(), conn_limits, stopped(stop_rx.clone()))
+                    .await
             }
             _ => Ok(()),
         }

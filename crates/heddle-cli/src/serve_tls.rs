@@ -79,19 +79,15 @@ impl ServeSecurityArgs {
     }
 }
 
-/// Serves `app` on `listener`, over TLS when `tls` is set, reading HTTP/1.1
-/// request bodies of up to `max_body_bytes`.
+/// Serves `app` on `listener`, over TLS when `tls` is set, held to the
+/// connection `limits`.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     app: Router,
     tls: Option<Arc<TlsServerConfig>>,
-    max_body_bytes: usize,
+    limits: ConnLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let limits = ConnLimits {
-        max_body_bytes,
-        ..ConnLimits::default()
-    };
     match tls {
         Some(config) => serve_tls_with(listener, config, app, limits, shutdown).await,
         // HTTP/1 and HTTP/2 told apart by a peek; TCP_NODELAY on every socket.

@@ -31,10 +31,9 @@ use crate::{
 /// Limits that protect the server from oversized or abusive requests.
 #[derive(Clone, Debug)]
 pub struct Limits {
-    /// Largest request body, in bytes (enforced by the HTTP layer). Over
-    /// HTTP/1.1 a connection also reads bodies only up to its own
-    /// [`crate::listen::ConnLimits::max_body_bytes`] (8 MiB, as here, unless
-    /// served with [`crate::listen::serve_with`]): raise both together.
+    /// Largest request body, in bytes, on every binding and both HTTP
+    /// versions: the JSON-RPC and REST routes refuse a larger one with 413,
+    /// gRPC with `RESOURCE_EXHAUSTED`. The only body size limit there is.
     pub max_body_bytes: usize,
     /// Most parts in one message.
     pub max_parts: usize,

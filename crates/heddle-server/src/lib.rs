@@ -18,10 +18,9 @@
 //! * `grpc` (feature `grpc`): the gRPC binding, v1.0 and v0.3, for many
 //!   agents on one listener, with health and reflection.
 //! * [`listen`]: serving any of these routers on a TCP listener, HTTP/1.1
-//!   (Heddle's own connection driver, which holds no buffers while a stream
-//!   waits) and HTTP/2 (hyper) on one port: what `heddle serve` uses.
-//!   `axum::serve` works too, with hyper's 16 KiB of buffers per HTTP/1
-//!   connection.
+//!   and HTTP/2 (both hyper) on one port, with connection caps and
+//!   timeouts ([`listen::ConnLimits`]): what `heddle serve` uses.
+//!   `axum::serve` works too, without those limits.
 //! * `tls` (feature `tls`): serving any of these routers over TLS (rustls),
 //!   with mTLS client certificates as the [`Caller`].
 //!

@@ -1,16 +1,22 @@
 //! Serving a router on a TCP listener: HTTP/1.1 and HTTP/2 with prior
-//! knowledge (so gRPC too) on one port, until a shutdown signal, then letting
-//! open connections finish.
+//! knowledge (so gRPC too) on one port, both by hyper, until a shutdown
+//! signal, then letting open connections finish.
 //!
 //! Each connection's protocol is told from its first bytes by *peeking* at
-//! the socket. HTTP/1.1 connections go to Heddle's own connection driver
-//! (`http1`, framing in `heddle-http1`), which holds no buffers while an
-//! SSE stream waits (hyper's keeps 16 KiB a connection); HTTP/2 ones go to
-//! hyper's HTTP/2 server, writing through `coalesce` so that the answers
-//! to many concurrent streams leave in one system call rather than one each.
-//! A connection whose first segment is a strict prefix of the HTTP/2
-//! preface (`P`, `PR`, …: either protocol still possible) goes to
-//! hyper-util's `auto` builder, which waits for more and serves both.
+//! the socket, and the connection then goes straight to hyper's HTTP/1 or
+//! HTTP/2 server (hyper-util's `auto` builder would read the bytes itself
+//! and hand them back through a rewinding wrapper, which grows hyper's read
+//! buffer on every connection). HTTP/2 connections write through
+//! `coalesce`, so that the answers to many concurrent streams leave in one
+//! system call rather than one each.
+//!
+//! Everything a client controls at the connection level has a bound, set
+//! by [`ConnLimits`]: how many connections are open (in all and per client
+//! address), how long a new connection may stay silent, how long a request
+//! head may take, how long an idle connection is kept, and how long a
+//! request body may take in all. Body *sizes* are the routes' business
+//! ([`crate::Limits::max_body_bytes`]), so that they are set in one place
+//! for every protocol.
 //!
 //! ```no_run
 //! # async fn run(app: axum::Router) -> std::io::Result<()> {
@@ -19,13 +25,12 @@
 //! # }
 //! ```
 
-use std::{error::Error as StdError, future::Future, net::SocketAddr, pin::Pin, time::Duration};
+use std::{future::Future, net::SocketAddr, pin::Pin, sync::Arc, time::Duration};
 
-use axum::{Router, extract::Request};
-use hyper::{body::Incoming, server::conn as hyper_conn};
+use axum::{Router, extract::ConnectInfo};
+use hyper::server::conn as hyper_conn;
 use hyper_util::{
-    rt::{TokioExecutor, TokioIo},
-    server::conn::auto,
+    rt::{TokioExecutor, TokioIo, TokioTimer},
     service::TowerToHyperService,
 };
 use tokio::{
@@ -33,28 +38,25 @@ use tokio::{
     net::{TcpListener, TcpStream},
     sync::watch,
 };
-use tower::ServiceExt as _;
 
+mod admission;
 mod coalesce;
-mod http1;
+mod conn_service;
+mod limits;
 
 use coalesce::Coalesce;
-pub use heddle_http1::HeadLimits;
-pub use http1::ConnLimits;
-
-/// How long open connections get to finish after the shutdown signal.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+use conn_service::{Activity, ConnService};
+pub use conn_service::{BodyTimedOut, PeerAddr};
+pub use limits::ConnLimits;
 
 /// The first bytes an HTTP/2 client with prior knowledge sends (RFC 9113 §3.4).
 const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
-/// Which HTTP a connection speaks, as far as is known before serving it.
+/// Which HTTP a connection speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Wire {
     Http1,
     Http2,
-    /// Not known yet: hyper-util's `auto` builder reads and decides.
-    Undecided,
 }
 
 /// Turns `true` when the server stops accepting; every connection holds a
@@ -62,8 +64,7 @@ pub(crate) enum Wire {
 pub(crate) type Drain = watch::Receiver<bool>;
 
 /// Serves `app` on `listener` (plain TCP) until `shutdown` resolves, then
-/// lets open connections finish (up to 10 s). HTTP/1.1 requests are held to
-/// [`ConnLimits::default`].
+/// lets open connections finish, with [`ConnLimits::default`].
 pub async fn serve(
     listener: TcpListener,
     app: Router,
@@ -72,21 +73,28 @@ pub async fn serve(
     serve_with(listener, app, ConnLimits::default(), shutdown).await
 }
 
-/// [`serve`] with HTTP/1.1 request `limits` of the caller's choosing (the
-/// body limit should be at least the largest of the routes').
+/// [`serve`] with connection `limits` of the caller's choosing.
 pub async fn serve_with(
     listener: TcpListener,
     app: Router,
     limits: ConnLimits,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
+    let limits = limits.sane();
     // The route table is built once here, not per connection.
     let app = app.with_state(());
-    accept_loop(listener, shutdown, move |tcp, _peer, drain| {
+    accept_loop(listener, limits, shutdown, move |tcp, peer, drain| {
         let app = app.clone();
         async move {
-            let Ok(wire) = sniff(&tcp).await else { return };
-            serve_connection(tcp, wire, app, None::<()>, limits, drain).await;
+            let wire = match sniff(&tcp, limits.first_byte_timeout).await {
+                Ok(Some(wire)) => wire,
+                Ok(None) => {
+                    tracing::debug!(%peer, "no request within the first-byte timeout");
+                    return;
+                }
+                Err(_) => return,
+            };
+            serve_connection(tcp, wire, app, peer, None::<()>, limits, drain).await;
         }
     })
     .await
@@ -94,11 +102,18 @@ pub async fn serve_with(
 
 /// Accepts connections until `shutdown` resolves and runs `serve_one` for
 /// each on a task of its own, with the drain signal it is given; then lets
-/// open connections finish (up to 10 s). Accepted sockets get `TCP_NODELAY`:
-/// SSE events and HTTP/2's headers, data and trailers frames are small
-/// writes that must not wait out the peer's delayed ACK.
+/// open connections finish (up to [`ConnLimits::drain_timeout`]).
+///
+/// At [`ConnLimits::max_connections`] the loop stops accepting until one
+/// closes (new clients wait in the kernel's backlog; the ones being served
+/// are not touched); a client address past
+/// [`ConnLimits::max_connections_per_ip`] has its new connection closed at
+/// once. Accepted sockets get `TCP_NODELAY`: SSE events and HTTP/2's
+/// headers, data and trailers frames are small writes that must not wait
+/// out the peer's delayed ACK.
 pub(crate) async fn accept_loop<F, Fut>(
     listener: TcpListener,
+    limits: ConnLimits,
     shutdown: impl Future<Output = ()>,
     serve_one: F,
 ) -> std::io::Result<()>
@@ -107,62 +122,92 @@ where
     Fut: Future<Output = ()> + Send + 'static,
 {
     let (drain_tx, drain) = watch::channel(false);
+    let admission = admission::Admission::new(&limits);
+    let mut backoff = admission::AcceptBackoff::default();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
+        let slot = tokio::select! {
+            slot = admission.slot() => slot,
+            () = &mut shutdown => break,
+        };
         let (tcp, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
                 Err(e) => {
                     // Out of file descriptors and the like: back off, go on.
-                    tracing::warn!("accept: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    backoff.failed(&e).await;
                     continue;
                 }
             },
             () = &mut shutdown => break,
         };
+        backoff.succeeded();
+        let Some(ticket) = admission.admit(slot, peer.ip()) else {
+            tracing::debug!(%peer, "refused: too many connections from this address");
+            continue;
+        };
         let _ = tcp.set_nodelay(true);
-        tokio::spawn(serve_one(tcp, peer, drain.clone()));
+        let conn = serve_one(tcp, peer, drain.clone());
+        tokio::spawn(async move {
+            conn.await;
+            drop(ticket);
+        });
     }
     drop(listener);
     drop(drain);
     drain_tx.send_replace(true);
-    let _ = tokio::time::timeout(DRAIN_TIMEOUT, drain_tx.closed()).await;
+    let _ = tokio::time::timeout(limits.drain_timeout, drain_tx.closed()).await;
     Ok(())
 }
 
 /// Tells HTTP/2 with prior knowledge from HTTP/1 by peeking at the first
-/// bytes, leaving them in the socket for the server to read.
-async fn sniff(tcp: &TcpStream) -> std::io::Result<Wire> {
+/// bytes, leaving them in the socket for the server to read. `None` when
+/// the client sent nothing telling within `timeout` (or closed).
+async fn sniff(tcp: &TcpStream, timeout: Duration) -> std::io::Result<Option<Wire>> {
+    let deadline = tokio::time::Instant::now() + timeout;
     let mut first = [0u8; H2_PREFACE.len()];
-    let n = tcp.peek(&mut first).await?;
-    Ok(classify(&first[..n]))
-}
-
-/// The wire the first `n` bytes of a connection show.
-fn classify(first: &[u8]) -> Wire {
-    if first.is_empty() {
-        // Closed before a byte: the HTTP/1 driver sees the EOF and ends quietly.
-        Wire::Http1
-    } else if !H2_PREFACE.starts_with(first) {
-        Wire::Http1
-    } else if first.len() == H2_PREFACE.len() {
-        Wire::Http2
-    } else {
-        // A strict prefix of the preface (a segment cut short): let the
-        // auto builder wait for the rest.
-        Wire::Undecided
+    loop {
+        let n = match tokio::time::timeout_at(deadline, tcp.peek(&mut first)).await {
+            Ok(n) => n?,
+            Err(_) => return Ok(None),
+        };
+        if n == 0 {
+            return Ok(None);
+        }
+        if let Some(wire) = classify(&first[..n]) {
+            return Ok(Some(wire));
+        }
+        // A strict prefix of the preface (a segment cut short): the rest is
+        // on its way. `peek` answers at once while bytes wait, so pause.
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(None);
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
     }
 }
 
-/// Serves one connection with the HTTP `wire` names until it ends or, once
-/// `drain` turns true, until what is in flight has finished. `stamp`, when
-/// set, goes into every request's extensions. (No A2A binding uses
+/// The wire the first bytes of a connection show, or `None` while they are
+/// a strict prefix of the HTTP/2 preface (either is still possible).
+fn classify(first: &[u8]) -> Option<Wire> {
+    if !H2_PREFACE.starts_with(first) {
+        Some(Wire::Http1)
+    } else if first.len() == H2_PREFACE.len() {
+        Some(Wire::Http2)
+    } else {
+        None
+    }
+}
+
+/// Serves one connection with the HTTP `wire` names until it ends, stays
+/// idle past [`ConnLimits::idle_timeout`], or, once `drain` turns true,
+/// until what is in flight has finished. `stamp`, when set, goes into every
+/// request's extensions, as does the [`PeerAddr`]. (No A2A binding uses
 /// HTTP/1.1 `Upgrade`.)
 pub(crate) async fn serve_connection<I, T>(
     io: I,
     wire: Wire,
     app: Router,
+    peer: SocketAddr,
     stamp: Option<T>,
     limits: ConnLimits,
     drain: Drain,
@@ -170,55 +215,98 @@ pub(crate) async fn serve_connection<I, T>(
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     T: Clone + Send + Sync + 'static,
 {
-    if wire == Wire::Http1 {
-        return http1::serve(io, app, stamp, limits, drain).await;
-    }
-    let service = TowerToHyperService::new(app.map_request(move |mut req: Request<Incoming>| {
-        if let Some(stamp) = &stamp {
-            req.extensions_mut().insert(stamp.clone());
+    let activity = Arc::new(Activity::new());
+    let service = TowerToHyperService::new(ConnService::new(
+        app,
+        ConnectInfo(peer),
+        stamp,
+        limits.body_timeout,
+        activity.clone(),
+    ));
+    let io = activity.watch_reads(io);
+    let result = match wire {
+        Wire::Http1 => {
+            let mut builder = hyper_conn::http1::Builder::new();
+            builder
+                .timer(TokioTimer::new())
+                .header_read_timeout(limits.header_timeout)
+                .max_buf_size(limits.max_head_bytes)
+                .max_headers(limits.max_headers);
+            let conn = builder.serve_connection(TokioIo::new(io), service);
+            supervise(conn, &activity, &limits, drain, |c| c.graceful_shutdown()).await
         }
-        req
-    }));
-    let io = TokioIo::new(io);
-    // Boxed: inline, the HTTP/2 connection would set the size of every
-    // connection's task, HTTP/1 ones (the many) included.
-    let result: Result<(), Box<dyn StdError + Send + Sync>> = if wire == Wire::Http2 {
-        Box::pin(async move {
-            // Writes gathered until h2 flushes: many answers to a system call.
-            let conn = hyper_conn::http2::Builder::new(TokioExecutor::new())
-                .serve_connection(Coalesce::new(io), service);
-            until_drained(conn, drain, |c| c.graceful_shutdown())
-                .await
-                .map_err(Into::into)
-        })
-        .await
-    } else {
-        Box::pin(async move {
-            let builder = auto::Builder::new(TokioExecutor::new());
-            let conn = builder.serve_connection(io, service);
-            until_drained(conn, drain, |c| c.graceful_shutdown()).await
-        })
-        .await
+        // Boxed: inline, the HTTP/2 connection would set the size of every
+        // connection's task, HTTP/1 ones (the many) included.
+        Wire::Http2 => {
+            Box::pin(async {
+                let mut builder = hyper_conn::http2::Builder::new(TokioExecutor::new());
+                builder
+                    .timer(TokioTimer::new())
+                    .max_header_list_size(limits.max_head_bytes_u32());
+                // Writes gathered until h2 flushes: many answers to a system call.
+                let conn = builder.serve_connection(Coalesce::new(TokioIo::new(io)), service);
+                supervise(conn, &activity, &limits, drain, |c| c.graceful_shutdown()).await
+            })
+            .await
+        }
     };
     if let Err(e) = result {
-        tracing::debug!("connection: {e}");
+        tracing::debug!(%peer, "connection: {e}");
     }
 }
 
-/// Drives a hyper connection; once `drain` turns true, asks it to finish
-/// what is in flight (`shut`) and waits for that.
-async fn until_drained<C: Future>(
+/// Why a supervised connection ended early.
+#[derive(Debug, thiserror::Error)]
+enum Ended {
+    #[error(transparent)]
+    Hyper(#[from] hyper::Error),
+    #[error("closed after {0:?} idle")]
+    Idle(Duration),
+}
+
+/// Drives a hyper connection. When it has had no request in flight and
+/// read nothing for the idle timeout, or once `drain` turns true, asks it
+/// to finish what is in flight (`shut`) and waits for that (an idle one is
+/// given a second, then dropped).
+async fn supervise<C>(
     conn: C,
+    activity: &Activity,
+    limits: &ConnLimits,
     mut drain: Drain,
     shut: impl FnOnce(Pin<&mut C>),
-) -> C::Output {
+) -> Result<(), Ended>
+where
+    C: Future<Output = Result<(), hyper::Error>>,
+{
     let mut conn = std::pin::pin!(conn);
-    tokio::select! {
-        out = conn.as_mut() => return out,
-        _ = drain.wait_for(|d| *d) => {}
+    let idle = limits.idle_timeout;
+    let mut check = tokio::time::Instant::now() + idle;
+    loop {
+        tokio::select! {
+            out = conn.as_mut() => return out.map_err(Ended::from),
+            () = drained(&mut drain) => {
+                shut(conn.as_mut());
+                return conn.await.map_err(Ended::from);
+            }
+            () = tokio::time::sleep_until(check) => {
+                match activity.idle_deadline(idle) {
+                    Some(at) if at <= tokio::time::Instant::now() => {
+                        shut(conn.as_mut());
+                        let _ = tokio::time::timeout(Duration::from_secs(1), conn.as_mut()).await;
+                        return Err(Ended::Idle(idle));
+                    }
+                    Some(at) => check = at,
+                    // Busy: look again an idle period from now.
+                    None => check = tokio::time::Instant::now() + idle,
+                }
+            }
+        }
     }
-    shut(conn.as_mut());
-    conn.await
+}
+
+/// Resolves once `drain` turns true (or its sender is gone).
+async fn drained(drain: &mut Drain) {
+    let _ = drain.wait_for(|d| *d).await;
 }
 
 #[cfg(test)]
@@ -227,13 +315,15 @@ mod tests {
 
     #[test]
     fn http1_requests_are_told_from_the_h2_preface() {
-        assert_eq!(classify(b"POST /a2a HTTP/1.1\r\n"), Wire::Http1);
-        // "P" alone could be either; "PR" still could; "PRI * HTTP/2.0..." is HTTP/2.
-        assert_eq!(classify(b"P"), Wire::Undecided);
-        assert_eq!(classify(b"PRI * HTTP/2.0\r\n"), Wire::Undecided);
-        assert_eq!(classify(H2_PREFACE), Wire::Http2);
-        assert_eq!(classify(b"PUT /x HTTP/1.1\r\n\r\n"), Wire::Http1);
-        assert_eq!(classify(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"), Wire::Http1);
-        assert_eq!(classify(b""), Wire::Http1);
+        assert_eq!(classify(b"POST /a2a HTTP/1.1\r\n"), Some(Wire::Http1));
+        // "P" alone could be either; "PR" still could; the whole preface is HTTP/2.
+        assert_eq!(classify(b"P"), None);
+        assert_eq!(classify(b"PRI * HTTP/2.0\r\n"), None);
+        assert_eq!(classify(H2_PREFACE), Some(Wire::Http2));
+        assert_eq!(classify(b"PUT /x HTTP/1.1\r\n\r\n"), Some(Wire::Http1));
+        assert_eq!(
+            classify(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
+            Some(Wire::Http1)
+        );
     }
 }

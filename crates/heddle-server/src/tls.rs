@@ -17,7 +17,7 @@
 //! # Ok(()) }
 //! ```
 
-use std::{future::Future, sync::Arc, time::Duration};
+use std::{future::Future, sync::Arc};
 
 use axum::Router;
 use rustls::{
@@ -173,12 +173,9 @@ pub fn caller_from_certificate(der: &[u8]) -> Option<Caller> {
         .map(Caller::authenticated)
 }
 
-/// How long a client gets to finish the TLS handshake.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// Serves `app` over TLS on `listener` until `shutdown` resolves, then lets
-/// open connections finish (up to 10 s). The protocol ALPN settled on picks
-/// Heddle's HTTP/1.1 driver or hyper's HTTP/2 server (see [`crate::listen`]).
+/// open connections finish, with [`ConnLimits::default`]. The protocol ALPN
+/// settled on picks hyper's HTTP/1.1 or HTTP/2 server (see [`crate::listen`]).
 pub async fn serve_tls(
     listener: TcpListener,
     config: Arc<ServerConfig>,
@@ -188,7 +185,8 @@ pub async fn serve_tls(
     serve_tls_with(listener, config, app, ConnLimits::default(), shutdown).await
 }
 
-/// [`serve_tls`] with HTTP/1.1 request `limits` of the caller's choosing.
+/// [`serve_tls`] with connection `limits` of the caller's choosing (the
+/// first-byte timeout runs from the end of the handshake).
 pub async fn serve_tls_with(
     listener: TcpListener,
     config: Arc<ServerConfig>,
@@ -196,14 +194,17 @@ pub async fn serve_tls_with(
     limits: ConnLimits,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
+    let limits = limits.sane();
     // Turn the routes into services once, not per connection or request.
     let app = app.with_state(());
     let acceptor = TlsAcceptor::from(config);
-    accept_loop(listener, shutdown, move |tcp, peer, drain| {
+    accept_loop(listener, limits, shutdown, move |tcp, peer, drain| {
         let acceptor = acceptor.clone();
         let app = app.clone();
         async move {
-            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+            let tls = match tokio::time::timeout(limits.tls_handshake_timeout, acceptor.accept(tcp))
+                .await
+            {
                 Ok(Ok(tls)) => tls,
                 Ok(Err(e)) => {
                     tracing::debug!(%peer, "TLS handshake failed: {e}");
@@ -225,7 +226,7 @@ pub async fn serve_tls_with(
                 Some(b"h2") => Wire::Http2,
                 _ => Wire::Http1,
             };
-            serve_connection(tls, wire, app, caller, limits, drain).await;
+            serve_connection(tls, wire, app, peer, caller, limits, drain).await;
         }
     })
     .await

@@ -252,3 +252,6 @@ async fn http1_clients_that_leave_take_their_request_and_stream_with_them() {
         .expect("the stalled stream is dropped once the client is gone");
     assert_eq!(what, Some("stream"));
 }
+
+#[path = "listen/limits.rs"]
+mod limits;

@@ -1,0 +1,77 @@
+//! `heddle serve` limits: what one client may make the server hold, and for
+//! how long. Each flag maps to one field of [`ConnLimits`] (the listener)
+//! or [`Limits`] (the agents' handlers); the README's limits table lists
+//! them.
+
+use std::time::Duration;
+
+use clap::Args;
+use heddle_server::{Limits, listen::ConnLimits};
+
+/// The limit flags of `heddle serve`.
+#[derive(Args, Debug)]
+pub struct LimitArgs {
+    /// Largest request body in bytes (every binding, HTTP/1.1 and HTTP/2).
+    #[arg(long, default_value_t = 8 << 20)]
+    pub max_body_bytes: usize,
+    /// Most parts in one message.
+    #[arg(long, default_value_t = 256)]
+    pub max_parts: usize,
+    /// Most streams (SSE and gRPC) open at once, across every agent.
+    #[arg(long, default_value_t = 10_000)]
+    pub max_streams: usize,
+    /// Connections open at once; at the cap new ones wait to be accepted.
+    #[arg(long, default_value_t = ConnLimits::default().max_connections)]
+    pub max_connections: usize,
+    /// Connections open at once from one IP address; past it new ones are closed.
+    #[arg(long, default_value_t = ConnLimits::default().max_connections_per_ip)]
+    pub max_connections_per_ip: usize,
+    /// Seconds a new connection may stay silent before its first byte.
+    #[arg(long, value_name = "SECS", default_value_t = ConnLimits::default().first_byte_timeout.as_secs_f64())]
+    pub first_byte_timeout: f64,
+    /// Seconds an HTTP/1.1 request head may take (from when the connection is ready for it).
+    #[arg(long, value_name = "SECS", default_value_t = ConnLimits::default().header_timeout.as_secs_f64())]
+    pub header_timeout: f64,
+    /// Seconds an idle connection (no request in flight, nothing received) is kept.
+    #[arg(long, value_name = "SECS", default_value_t = ConnLimits::default().idle_timeout.as_secs_f64())]
+    pub idle_timeout: f64,
+    /// Seconds a request body may take to arrive, in all.
+    #[arg(long, value_name = "SECS", default_value_t = ConnLimits::default().body_timeout.as_secs_f64())]
+    pub body_timeout: f64,
+    /// Seconds a client gets to finish the TLS handshake.
+    #[arg(long, value_name = "SECS", default_value_t = ConnLimits::default().tls_handshake_timeout.as_secs_f64())]
+    pub tls_handshake_timeout: f64,
+}
+
+fn secs(flag: &str, value: f64) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(value)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| anyhow::anyhow!("--{flag} takes a positive number of seconds"))
+}
+
+impl LimitArgs {
+    /// The listener's limits.
+    pub fn conn_limits(&self) -> anyhow::Result<ConnLimits> {
+        Ok(ConnLimits {
+            max_connections: self.max_connections,
+            max_connections_per_ip: self.max_connections_per_ip,
+            first_byte_timeout: secs("first-byte-timeout", self.first_byte_timeout)?,
+            header_timeout: secs("header-timeout", self.header_timeout)?,
+            idle_timeout: secs("idle-timeout", self.idle_timeout)?,
+            body_timeout: secs("body-timeout", self.body_timeout)?,
+            tls_handshake_timeout: secs("tls-handshake-timeout", self.tls_handshake_timeout)?,
+            ..ConnLimits::default()
+        })
+    }
+
+    /// The handlers' limits.
+    pub fn handler_limits(&self) -> Limits {
+        Limits {
+            max_body_bytes: self.max_body_bytes,
+            max_parts: self.max_parts,
+            max_streams: self.max_streams,
+            ..Limits::default()
+        }
+    }
+}
