@@ -27,6 +27,15 @@ pub struct ServeArgs {
     public_url: Option<String>,
     #[command(flatten)]
     limits: crate::serve_limits::LimitArgs,
+    /// Also answer requests naming this Host (`host` or `host:port`; `*` for any).
+    /// Allowed already: the --public-url host and, on a loopback listener,
+    /// localhost and the loopback addresses at its port.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    allow_hosts: Vec<String>,
+    /// Let pages of this origin (`https://app.example`) call the hub from a
+    /// browser (CORS). None by default: browsers let no other origin read an answer.
+    #[arg(long = "cors-origin", value_name = "ORIGIN")]
+    cors_origins: Vec<String>,
     /// Protocol bindings to serve, comma-separated: `jsonrpc`, `rest`, `grpc`.
     #[arg(long, value_delimiter = ',', default_value = "jsonrpc,rest,grpc")]
     bindings: Vec<String>,
@@ -201,7 +210,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             names(&hub)
         );
     }
-    let app = hub.router();
+    let app = crate::serve_limits::guarded(
+        hub.router(),
+        local,
+        &public_url,
+        &args.allow_hosts,
+        &args.cors_origins,
+    )?;
     // Spans name the path, never the query: an API key may travel there.
     let app = app.layer(tower_http::trace::TraceLayer::new_for_http().make_span_with(
         |req: &axum::http::Request<axum::body::Body>| {

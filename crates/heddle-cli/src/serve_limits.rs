@@ -3,10 +3,12 @@
 //! or [`Limits`] (the agents' handlers); the README's limits table lists
 //! them.
 
-use std::time::Duration;
+use std::{net::SocketAddr, time::Duration};
 
+use anyhow::Context as _;
+use axum::Router;
 use clap::Args;
-use heddle_server::{Limits, listen::ConnLimits};
+use heddle_server::{Limits, guard::HostGuard, listen::ConnLimits};
 
 /// The limit flags of `heddle serve`.
 #[derive(Args, Debug)]
@@ -74,4 +76,49 @@ impl LimitArgs {
             ..Limits::default()
         }
     }
+}
+
+/// `app` behind the Host check (see [`HostGuard`]) and, when origins are
+/// named, a CORS policy that lets exactly those call it from a browser.
+pub fn guarded(
+    app: Router,
+    listen: SocketAddr,
+    public_url: &str,
+    allow_hosts: &[String],
+    cors_origins: &[String],
+) -> anyhow::Result<Router> {
+    let public =
+        url::Url::parse(public_url).with_context(|| format!("--public-url {public_url}"))?;
+    let mut hosts = allow_hosts.to_vec();
+    if let Some(host) = public.host_str() {
+        hosts.push(match public.port() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_owned(),
+        });
+    }
+    let app = HostGuard::for_listener(listen, &hosts).wrap(app);
+    if cors_origins.is_empty() {
+        return Ok(app);
+    }
+    let origins = cors_origins
+        .iter()
+        .map(|o| {
+            o.parse::<axum::http::HeaderValue>()
+                .with_context(|| format!("--cors-origin {o}"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    use axum::http::{Method, header};
+    let cors = tower_http::cors::CorsLayer::new()
+        .allow_origin(origins)
+        .allow_methods([Method::GET, Method::POST, Method::DELETE])
+        .allow_headers([
+            header::CONTENT_TYPE,
+            header::AUTHORIZATION,
+            header::HeaderName::from_static("a2a-version"),
+            header::HeaderName::from_static("a2a-extensions"),
+            header::HeaderName::from_static("api-key"),
+            header::HeaderName::from_static("x-api-key"),
+        ])
+        .expose_headers([header::HeaderName::from_static("a2a-extensions")]);
+    Ok(app.layer(cors))
 }

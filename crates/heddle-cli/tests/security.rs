@@ -346,3 +346,139 @@ fn card_sign_verify_and_jwks_commands() {
     let o = verify(&ec_signed, &jwks_path);
     assert!(o.status.success(), "{}", text(&o));
 }
+
+/// One raw HTTP/1.1 exchange with `server` (`Connection: close`): the status
+/// line and the body.
+fn raw(server: &Server, head_and_body: &str) -> (String, String) {
+    use std::io::{Read as _, Write as _};
+    let addr = server.url.trim_start_matches("http://");
+    let mut tcp = std::net::TcpStream::connect(addr).expect("connect");
+    tcp.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .expect("timeout");
+    tcp.write_all(head_and_body.replace("{addr}", addr).as_bytes())
+        .expect("write");
+    let mut answer = String::new();
+    let _ = tcp.read_to_string(&mut answer);
+    let status = answer.lines().next().unwrap_or_default().to_owned();
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+const SEND: &str = r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}}"#;
+
+fn post(host: &str, content_type: Option<&str>, body: &str) -> String {
+    let ct = content_type.map_or(String::new(), |c| format!("Content-Type: {c}\r\n"));
+    format!(
+        "POST /api/v1/agents/echo/a2a HTTP/1.1\r\nHost: {host}\r\nA2A-Version: 1.0\r\n{ct}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// A DNS-rebinding page reaches a local hub under its own name: the hub
+/// answers only for the names it is served at.
+#[test]
+fn the_default_hub_refuses_hosts_it_is_not_served_at() {
+    let server = serve(&[]);
+    let (status, body) = raw(
+        &server,
+        &post("rebind.attacker.example", Some("application/json"), SEND),
+    );
+    assert!(status.contains(" 421 "), "{status}");
+    assert!(body.contains("Host"), "{body}");
+    let (status, _) = raw(
+        &server,
+        "GET /api/v1/agents/echo/rest/tasks HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n",
+    );
+    assert!(status.contains(" 421 "), "{status}");
+    // Its own address and localhost are served.
+    let (status, _) = raw(&server, &post("{addr}", Some("application/json"), SEND));
+    assert!(status.contains(" 200 "), "{status}");
+    let port = server.url.rsplit(':').next().unwrap_or_default().to_owned();
+    let (status, _) = raw(
+        &server,
+        &post(&format!("localhost:{port}"), Some("application/json"), SEND),
+    );
+    assert!(status.contains(" 200 "), "{status}");
+}
+
+#[test]
+fn allow_host_adds_a_name() {
+    let server = serve(&["--allow-host", "hub.internal"]);
+    let (status, _) = raw(
+        &server,
+        &post("hub.internal", Some("application/json"), SEND),
+    );
+    assert!(status.contains(" 200 "), "{status}");
+}
+
+/// A `no-cors` fetch can POST a body with no type or `text/plain`; JSON
+/// needs a preflight, which the hub does not answer.
+#[test]
+fn a_body_that_is_not_json_is_415_on_jsonrpc_and_rest() {
+    let server = serve(&[]);
+    for ct in [
+        None,
+        Some("text/plain"),
+        Some("application/x-www-form-urlencoded"),
+    ] {
+        let (status, body) = raw(&server, &post("{addr}", ct, SEND));
+        assert!(status.contains(" 415 "), "{ct:?}: {status}");
+        assert!(body.contains("application/json"), "{body}");
+    }
+    let rest = format!(
+        "POST /api/v1/agents/echo/rest/message:send HTTP/1.1\r\nHost: {{addr}}\r\nA2A-Version: 1.0\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+        r#"{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}"#.len(),
+        r#"{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}"#
+    );
+    let (status, _) = raw(&server, &rest);
+    assert!(status.contains(" 415 "), "{status}");
+    // No CORS policy unless asked for: a preflight gets no permission.
+    let (status, _) = raw(
+        &server,
+        "OPTIONS /api/v1/agents/echo/a2a HTTP/1.1\r\nHost: {addr}\r\nOrigin: https://page.example\r\nAccess-Control-Request-Method: POST\r\nConnection: close\r\n\r\n",
+    );
+    assert!(
+        !status.contains(" 200 ") && !status.contains(" 204 "),
+        "{status}"
+    );
+}
+
+#[test]
+fn cors_origin_lets_exactly_that_origin_call() {
+    let server = serve(&["--cors-origin", "https://console.example"]);
+    use std::io::{Read as _, Write as _};
+    let addr = server.url.trim_start_matches("http://").to_owned();
+    let preflight = |origin: &str| {
+        let mut tcp = std::net::TcpStream::connect(&addr).expect("connect");
+        let _ = tcp.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+        tcp.write_all(format!("OPTIONS /api/v1/agents/echo/a2a HTTP/1.1\r\nHost: {addr}\r\nOrigin: {origin}\r\nAccess-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: content-type\r\nConnection: close\r\n\r\n").as_bytes()).expect("write");
+        let mut answer = String::new();
+        let _ = tcp.read_to_string(&mut answer);
+        answer.to_ascii_lowercase()
+    };
+    assert!(
+        preflight("https://console.example")
+            .contains("access-control-allow-origin: https://console.example")
+    );
+    assert!(!preflight("https://other.example").contains("access-control-allow-origin"));
+}
+
+/// RFC 9112 §3.2: a server must answer 400 to an HTTP/1.1 request with no
+/// Host or with more than one.
+#[test]
+fn http11_without_exactly_one_host_is_400() {
+    let server = serve(&[]);
+    let (status, _) = raw(
+        &server,
+        "GET /api/v1/agents HTTP/1.1\r\nConnection: close\r\n\r\n",
+    );
+    assert!(status.contains(" 400 "), "{status}");
+    let (status, _) = raw(
+        &server,
+        "GET /api/v1/agents HTTP/1.1\r\nHost: {addr}\r\nHost: {addr}\r\nConnection: close\r\n\r\n",
+    );
+    assert!(status.contains(" 400 "), "{status}");
+}

@@ -116,7 +116,14 @@ fn effective_version(
 /// `application/a2a+json`, any parameters); `None` when it is, or is absent.
 /// Shared by every HTTP binding.
 pub(crate) fn non_json_media_type(headers: &HeaderMap) -> Option<String> {
-    let ct = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
+    // A body without a type is not JSON: a browser page can send one
+    // cross-origin without asking (a `no-cors` fetch), a JSON one it cannot.
+    let Some(ct) = headers.get(header::CONTENT_TYPE) else {
+        return Some("no Content-Type".into());
+    };
+    let Ok(ct) = ct.to_str() else {
+        return Some("an unreadable Content-Type".into());
+    };
     let mime = ct.split(';').next().unwrap_or("").trim();
     let json = mime.eq_ignore_ascii_case("application/json")
         || mime.eq_ignore_ascii_case("application/a2a+json");
@@ -181,7 +188,9 @@ pub(crate) async fn endpoint(
             ErrorCode::ContentTypeNotSupported,
             "JSON-RPC requests must be application/json",
         );
-        return error_response(Id::Null, &err);
+        let mut resp = error_response(Id::Null, &err);
+        *resp.status_mut() = StatusCode::UNSUPPORTED_MEDIA_TYPE;
+        return resp;
     }
     match parse_calls(&body) {
         Err(e) => error_response(Id::Null, &e),

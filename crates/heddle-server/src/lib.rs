@@ -43,6 +43,7 @@ pub mod card;
 mod events;
 #[cfg(feature = "grpc")]
 pub mod grpc;
+pub mod guard;
 pub mod handler;
 mod json;
 mod jsonrpc;
