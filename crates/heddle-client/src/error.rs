@@ -28,6 +28,14 @@ pub enum ClientError {
     /// The card could not be fetched or read.
     #[error("agent card: {0}")]
     Card(String),
+    /// A response body (or one stream event) was larger than the client accepts.
+    #[error("{what} larger than {limit} bytes")]
+    BodyTooLarge {
+        /// What was being read (`response body`, `agent card`, …).
+        what: &'static str,
+        /// The bound, in bytes.
+        limit: usize,
+    },
     /// Card signatures are required and this card's did not verify
     /// (unverifiable, absent or invalid).
     #[error("agent card signature: {0}")]

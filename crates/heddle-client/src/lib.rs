@@ -28,6 +28,7 @@
 //! # Ok(()) }
 //! ```
 
+mod body;
 mod client;
 mod credentials;
 mod discovery;
@@ -37,6 +38,7 @@ mod oauth;
 mod trust;
 pub mod webhook;
 
+pub use body::DEFAULT_MAX_BODY_BYTES;
 pub use client::{A2aClient, Binding, ClientOptions, EventStream, SendReply, WireLog, http_client};
 pub use credentials::{Credentials, Secret};
 pub use discovery::{CardCache, choose_interface, fetch_card, fetch_card_verified};

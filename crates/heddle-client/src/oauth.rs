@@ -17,6 +17,8 @@ use crate::{ClientError, Secret};
 
 /// A token is refreshed this long before it expires.
 const EXPIRY_MARGIN: Duration = Duration::from_secs(30);
+/// Largest token endpoint answer read.
+const MAX_TOKEN_RESPONSE: usize = 64 << 10;
 /// How long a token without `expires_in` is used.
 const DEFAULT_LIFETIME: Duration = Duration::from_secs(300);
 
@@ -221,7 +223,8 @@ impl TokenSource {
             .send()
             .await?;
         let status = resp.status();
-        let bytes = resp.bytes().await?;
+        let bytes =
+            crate::body::read_limited(resp, MAX_TOKEN_RESPONSE, "OAuth 2.0 token response").await?;
         if !status.is_success() {
             let message = match serde_json::from_slice::<TokenError>(&bytes) {
                 Ok(e) => match e.error_description {
@@ -431,6 +434,19 @@ mod tests {
             .await
             .expect_err("not bearer");
         assert!(matches!(err, ClientError::InvalidResponse(_)), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn a_token_response_over_64_kib_is_refused() {
+        let url = crate::body::tests::big(100 << 10, false).await;
+        let err = TokenSource::new(creds(&format!("{url}/token")), reqwest::Client::new())
+            .token()
+            .await
+            .expect_err("too large");
+        assert!(
+            matches!(err, ClientError::BodyTooLarge { limit, .. } if limit == 64 << 10),
+            "{err:?}"
+        );
     }
 
     #[test]
