@@ -21,6 +21,8 @@ const EXPIRY_MARGIN: Duration = Duration::from_secs(30);
 const MAX_TOKEN_RESPONSE: usize = 64 << 10;
 /// How long a token without `expires_in` is used.
 const DEFAULT_LIFETIME: Duration = Duration::from_secs(300);
+/// The longest a token is used, whatever its `expires_in` says.
+const MAX_LIFETIME: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// The client-credentials grant's parameters.
 #[derive(Clone, Debug)]
@@ -187,7 +189,12 @@ impl TokenSource {
             return Ok(t);
         }
         let (token, lifetime) = self.fetch().await?;
-        let refresh_at = Instant::now() + lifetime.saturating_sub(self.inner.margin);
+        let now = Instant::now();
+        // `lifetime` is at most a day, but an `Instant` near its end of range
+        // could still overflow: then the token is used for this call only.
+        let refresh_at = now
+            .checked_add(lifetime.saturating_sub(self.inner.margin))
+            .unwrap_or(now);
         *self.cache() = Some(Cached {
             token: token.clone(),
             refresh_at,
@@ -258,7 +265,10 @@ impl TokenSource {
                 "OAuth 2.0 token response: empty access_token".into(),
             ));
         }
-        let lifetime = t.expires_in.map_or(DEFAULT_LIFETIME, Duration::from_secs);
+        // The peer's number: clamped before any arithmetic.
+        let lifetime = t.expires_in.map_or(DEFAULT_LIFETIME, |s| {
+            Duration::from_secs(s.min(MAX_LIFETIME.as_secs()))
+        });
         Ok((Secret::new(t.access_token), lifetime))
     }
 }
@@ -405,6 +415,21 @@ mod tests {
         assert_eq!(count.load(Ordering::SeqCst), 1);
         let left = ts.cache().as_ref().expect("cached").refresh_at - Instant::now();
         assert!(left > Duration::from_secs(260) && left <= Duration::from_secs(270));
+    }
+
+    #[tokio::test]
+    async fn a_huge_expires_in_is_clamped_to_a_day() {
+        let (url, count, _) = token_server(
+            200,
+            r#"{"access_token":"t","token_type":"Bearer","expires_in":18446744073709551615}"#,
+        )
+        .await;
+        let ts = TokenSource::new(creds(&url), reqwest::Client::new());
+        assert_eq!(ts.token().await.expect("token").expose(), "t");
+        ts.token().await.expect("cached");
+        assert_eq!(count.load(Ordering::SeqCst), 1);
+        let left = ts.cache().as_ref().expect("cached").refresh_at - Instant::now();
+        assert!(left <= MAX_LIFETIME && left > MAX_LIFETIME - Duration::from_secs(60));
     }
 
     #[tokio::test]
