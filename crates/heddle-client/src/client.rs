@@ -21,6 +21,7 @@ use crate::{
     credentials::{KeyPlace, api_key_place, is_sensitive_header},
     discovery::{CardCache, choose_interface, fetch_card_limited},
     grpc::GrpcTransport,
+    oauth::CardOrigin,
 };
 
 /// A protocol binding this client speaks.
@@ -78,7 +79,11 @@ pub struct ClientOptions {
     pub retries: u32,
     /// The wire log, if any.
     pub wire_log: Option<WireLog>,
-    /// An HTTP client to reuse.
+    /// An HTTP client to reuse. OAuth 2.0 token requests use it too, under
+    /// its redirect policy: reqwest's default follows a 307 or 308 with the
+    /// body, which holds the client secret, so give it
+    /// `reqwest::redirect::Policy::none()` when using OAuth. (Without it, a
+    /// client is built whose token requests follow no redirects.)
     pub http: Option<reqwest::Client>,
     /// Extra CAs and a client certificate, for HTTP and gRPC (not applied to
     /// a caller-supplied [`ClientOptions::http`]).
@@ -182,10 +187,12 @@ pub fn http_client(opts: &ClientOptions) -> Result<reqwest::Client, ClientError>
 }
 
 impl A2aClient {
-    /// Fetches the card of the agent at `url` and binds to its best interface.
+    /// Fetches the card of the agent at `url` and binds to its best
+    /// interface. The card's OAuth 2.0 token URL is trusted as its origin
+    /// and signature allow (see [`crate::ClientCredentials`]).
     pub async fn discover(url: &str, opts: ClientOptions) -> Result<Self, ClientError> {
         let http = http_client(&opts)?;
-        let (card, _) = fetch_card_limited(
+        let (card, card_url) = fetch_card_limited(
             &http,
             url,
             Some(&CardCache::default()),
@@ -194,26 +201,40 @@ impl A2aClient {
             opts.max_body_bytes,
         )
         .await?;
-        Self::from_card(
-            card,
-            ClientOptions {
-                http: Some(http),
-                ..opts
-            },
-        )
+        // Discovery fails unless the signature verified, when one is required.
+        let origin = CardOrigin {
+            card_url: Some(card_url),
+            verified: opts.card_verification.is_some(),
+        };
+        Self::bind(card, opts, http, &origin)
     }
 
-    /// Binds to the best interface of a card already in hand.
+    /// Binds to the best interface of a card already in hand. Where the card
+    /// came from is unknown, so its OAuth 2.0 token URL is not trusted with
+    /// the client secret: configure [`crate::ClientCredentials::token_url`].
     pub fn from_card(card: v1::AgentCard, opts: ClientOptions) -> Result<Self, ClientError> {
         let http = http_client(&opts)?;
+        Self::bind(card, opts, http, &CardOrigin::default())
+    }
+
+    fn bind(
+        card: v1::AgentCard,
+        opts: ClientOptions,
+        http: reqwest::Client,
+        origin: &CardOrigin,
+    ) -> Result<Self, ClientError> {
         let (interface, binding, version) = choose_interface(&card, &opts.bindings, opts.version)?;
+        let oauth = crate::oauth::source_for(&card, &opts, origin)?;
         let grpc = match binding {
             Binding::Grpc => Some(Arc::new(GrpcTransport::new(
-                &card, &interface, version, &opts,
+                &card,
+                &interface,
+                version,
+                &opts,
+                oauth.clone(),
             )?)),
             Binding::JsonRpc | Binding::Rest => None,
         };
-        let oauth = crate::oauth::source_for(&card, &opts.credentials, &http);
         Ok(Self {
             http,
             card,
