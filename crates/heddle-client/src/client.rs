@@ -19,8 +19,9 @@ use serde_json::{Value, json};
 use crate::{
     ClientError, Credentials,
     credentials::{KeyPlace, api_key_place, is_sensitive_header},
-    discovery::{CardCache, choose_interface, fetch_card_verified},
+    discovery::{CardCache, choose_interface, fetch_card_limited},
     grpc::GrpcTransport,
+    oauth::CardOrigin,
 };
 
 /// A protocol binding this client speaks.
@@ -78,13 +79,22 @@ pub struct ClientOptions {
     pub retries: u32,
     /// The wire log, if any.
     pub wire_log: Option<WireLog>,
-    /// An HTTP client to reuse.
+    /// An HTTP client to reuse. OAuth 2.0 token requests use it too, under
+    /// its redirect policy: reqwest's default follows a 307 or 308 with the
+    /// body, which holds the client secret, so give it
+    /// `reqwest::redirect::Policy::none()` when using OAuth. (Without it, a
+    /// client is built whose token requests follow no redirects.)
     pub http: Option<reqwest::Client>,
     /// Extra CAs and a client certificate, for HTTP and gRPC (not applied to
     /// a caller-supplied [`ClientOptions::http`]).
     pub tls: crate::TlsOptions,
     /// When set, discovery requires a card signature that verifies.
     pub card_verification: Option<crate::CardVerification>,
+    /// Largest unary answer (or error body) and, at discovery, the largest
+    /// card accepted, in bytes: a larger one is a
+    /// [`ClientError::BodyTooLarge`]. Default [`crate::DEFAULT_MAX_BODY_BYTES`]
+    /// (16 MiB). Stream events have their own bound (16 MiB each).
+    pub max_body_bytes: usize,
 }
 
 impl Default for ClientOptions {
@@ -100,6 +110,7 @@ impl Default for ClientOptions {
             http: None,
             tls: crate::TlsOptions::default(),
             card_verification: None,
+            max_body_bytes: crate::DEFAULT_MAX_BODY_BYTES,
         }
     }
 }
@@ -112,6 +123,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("credentials", &self.credentials)
             .field("timeout", &self.timeout)
             .field("retries", &self.retries)
+            .field("max_body_bytes", &self.max_body_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -175,37 +187,54 @@ pub fn http_client(opts: &ClientOptions) -> Result<reqwest::Client, ClientError>
 }
 
 impl A2aClient {
-    /// Fetches the card of the agent at `url` and binds to its best interface.
+    /// Fetches the card of the agent at `url` and binds to its best
+    /// interface. The card's OAuth 2.0 token URL is trusted as its origin
+    /// and signature allow (see [`crate::ClientCredentials`]).
     pub async fn discover(url: &str, opts: ClientOptions) -> Result<Self, ClientError> {
         let http = http_client(&opts)?;
-        let (card, _) = fetch_card_verified(
+        let (card, card_url) = fetch_card_limited(
             &http,
             url,
             Some(&CardCache::default()),
             &opts.headers,
             opts.card_verification.as_ref(),
+            opts.max_body_bytes,
         )
         .await?;
-        Self::from_card(
-            card,
-            ClientOptions {
-                http: Some(http),
-                ..opts
-            },
-        )
+        // Discovery fails unless the signature verified, when one is required.
+        let origin = CardOrigin {
+            card_url: Some(card_url),
+            verified: opts.card_verification.is_some(),
+        };
+        Self::bind(card, opts, http, &origin)
     }
 
-    /// Binds to the best interface of a card already in hand.
+    /// Binds to the best interface of a card already in hand. Where the card
+    /// came from is unknown, so its OAuth 2.0 token URL is not trusted with
+    /// the client secret: configure [`crate::ClientCredentials::token_url`].
     pub fn from_card(card: v1::AgentCard, opts: ClientOptions) -> Result<Self, ClientError> {
         let http = http_client(&opts)?;
+        Self::bind(card, opts, http, &CardOrigin::default())
+    }
+
+    fn bind(
+        card: v1::AgentCard,
+        opts: ClientOptions,
+        http: reqwest::Client,
+        origin: &CardOrigin,
+    ) -> Result<Self, ClientError> {
         let (interface, binding, version) = choose_interface(&card, &opts.bindings, opts.version)?;
+        let oauth = crate::oauth::source_for(&card, &opts, origin)?;
         let grpc = match binding {
             Binding::Grpc => Some(Arc::new(GrpcTransport::new(
-                &card, &interface, version, &opts,
+                &card,
+                &interface,
+                version,
+                &opts,
+                oauth.clone(),
             )?)),
             Binding::JsonRpc | Binding::Rest => None,
         };
-        let oauth = crate::oauth::source_for(&card, &opts.credentials, &http);
         Ok(Self {
             http,
             card,
@@ -322,7 +351,8 @@ impl A2aClient {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(Duration::from_secs);
-        let body = resp.bytes().await?;
+        let body =
+            crate::body::read_limited(resp, self.opts.max_body_bytes, "response body").await?;
         self.log(|| format!("< HTTP {status}\n< {}", String::from_utf8_lossy(&body)));
         // Any 2xx: servers answer `201 Created` to a send, for one.
         if (200..300).contains(&status) {
@@ -500,27 +530,44 @@ impl A2aClient {
         }
         let log = self.opts.wire_log.clone();
         let mut decoder = SseDecoder::new(MAX_EVENT);
-        let stream = resp.bytes_stream().flat_map(move |chunk| {
-            let out: Vec<Result<v1::StreamResponse, ClientError>> = match chunk {
-                Err(e) => vec![Err(ClientError::Transport(format!(
-                    "stream interrupted: {}",
-                    e.without_url()
-                )))],
-                Ok(bytes) => match decoder.push(&bytes) {
-                    Err(e) => vec![Err(ClientError::InvalidResponse(e.to_string()))],
-                    Ok(datas) => datas
-                        .iter()
-                        .map(|d| {
-                            if let Some(log) = &log {
-                                log(&format!("< data: {d}"));
-                            }
-                            parse(d)
-                        })
-                        .collect(),
-                },
-            };
-            futures::stream::iter(out)
-        });
+        // The stream ends after an error: past an event too large, the
+        // bytes that follow are the rest of it, not events.
+        let stream = resp
+            .bytes_stream()
+            .scan(false, move |ended, chunk| {
+                if *ended {
+                    return futures::future::ready(None);
+                }
+                let out: Vec<Result<v1::StreamResponse, ClientError>> = match chunk {
+                    Err(e) => {
+                        *ended = true;
+                        vec![Err(ClientError::Transport(format!(
+                            "stream interrupted: {}",
+                            e.without_url()
+                        )))]
+                    }
+                    Ok(bytes) => match decoder.push(&bytes) {
+                        Err(e) => {
+                            *ended = true;
+                            vec![Err(ClientError::BodyTooLarge {
+                                what: "server-sent event",
+                                limit: e.0,
+                            })]
+                        }
+                        Ok(datas) => datas
+                            .iter()
+                            .map(|d| {
+                                if let Some(log) = &log {
+                                    log(&format!("< data: {d}"));
+                                }
+                                parse(d)
+                            })
+                            .collect(),
+                    },
+                };
+                futures::future::ready(Some(futures::stream::iter(out)))
+            })
+            .flatten();
         Ok(Box::pin(stream))
     }
 
@@ -1030,5 +1077,116 @@ mod tests {
             "waited for Retry-After"
         );
         assert_eq!(server.await.expect("server"), 2);
+    }
+
+    fn rest_card(url: &str) -> v1::AgentCard {
+        serde_json::from_value(json!({
+            "name": "big", "supportedInterfaces": [{"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}]
+        }))
+        .expect("card")
+    }
+
+    fn rest_options() -> ClientOptions {
+        ClientOptions {
+            bindings: vec![Binding::Rest],
+            retries: 0,
+            ..ClientOptions::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_20_mb_answer_is_refused() {
+        for declared in [true, false] {
+            let url = crate::body::tests::big(20 << 20, declared).await;
+            let client = A2aClient::from_card(rest_card(&url), rest_options()).expect("client");
+            let err = client.get_task("t1", None).await.expect_err("too large");
+            assert!(
+                matches!(err, ClientError::BodyTooLarge { limit, .. } if limit == 16 << 20),
+                "declared {declared}: {err:?}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn the_answer_bound_is_configurable() {
+        let url = crate::body::tests::big(2000, true).await;
+        let opts = ClientOptions {
+            max_body_bytes: 1000,
+            ..rest_options()
+        };
+        let client = A2aClient::from_card(rest_card(&url), opts).expect("client");
+        let err = client.get_task("t1", None).await.expect_err("too large");
+        assert!(
+            matches!(err, ClientError::BodyTooLarge { limit: 1000, .. }),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_20_mb_card_is_refused() {
+        let url = crate::body::tests::big(20 << 20, false).await;
+        let err = A2aClient::discover(&url, rest_options())
+            .await
+            .expect_err("too large");
+        assert!(
+            matches!(
+                err,
+                ClientError::BodyTooLarge {
+                    what: "agent card",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+
+    /// Answers every request with one SSE stream: an event, then a `data:`
+    /// line of 17 MiB, then another event.
+    async fn oversized_event_server() -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                let mut buf = vec![0u8; 4096];
+                let _ = sock.read(&mut buf).await;
+                let event = r#"{"task":{"id":"t1","contextId":"c1"}}"#;
+                let mut body = format!("data: {event}\r\rdata: ").into_bytes();
+                body.resize(body.len() + (17 << 20), b'x');
+                body.extend_from_slice(format!("\r\rdata: {event}\r\r").as_bytes());
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = sock.write_all(head.as_bytes()).await;
+                let _ = sock.write_all(&body).await;
+                let _ = sock.shutdown().await;
+            }
+        });
+        format!("http://{addr}")
+    }
+
+    #[tokio::test]
+    async fn an_oversized_stream_event_is_a_typed_error_and_ends_the_stream() {
+        let url = oversized_event_server().await;
+        let client = A2aClient::from_card(rest_card(&url), rest_options()).expect("client");
+        let events: Vec<_> = client
+            .subscribe("t1")
+            .await
+            .expect("stream")
+            .collect()
+            .await;
+        assert_eq!(events.len(), 2, "{events:?}");
+        assert!(events[0].is_ok(), "{:?}", events[0]);
+        assert!(
+            matches!(
+                events[1],
+                Err(ClientError::BodyTooLarge {
+                    what: "server-sent event",
+                    ..
+                })
+            ),
+            "{:?}",
+            events[1]
+        );
     }
 }

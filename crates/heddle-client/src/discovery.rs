@@ -40,13 +40,34 @@ pub async fn fetch_card(
 
 /// [`fetch_card`], then, with `verification`, a check of the card's
 /// signatures on the JSON as served: anything but verified is a
-/// [`ClientError::CardSignature`].
+/// [`ClientError::CardSignature`]. A card larger than
+/// [`crate::DEFAULT_MAX_BODY_BYTES`] is a [`ClientError::BodyTooLarge`].
 pub async fn fetch_card_verified(
     http: &reqwest::Client,
     url: &str,
     cache: Option<&CardCache>,
     auth: &[(String, String)],
     verification: Option<&CardVerification>,
+) -> Result<(v1::AgentCard, String), ClientError> {
+    fetch_card_limited(
+        http,
+        url,
+        cache,
+        auth,
+        verification,
+        crate::DEFAULT_MAX_BODY_BYTES,
+    )
+    .await
+}
+
+/// [`fetch_card_verified`] refusing cards over `max_bytes`.
+pub(crate) async fn fetch_card_limited(
+    http: &reqwest::Client,
+    url: &str,
+    cache: Option<&CardCache>,
+    auth: &[(String, String)],
+    verification: Option<&CardVerification>,
+    max_bytes: usize,
 ) -> Result<(v1::AgentCard, String), ClientError> {
     let mut last = String::new();
     for card_url in card_urls(url) {
@@ -85,9 +106,8 @@ pub async fn fetch_card_verified(
             .get("etag")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let doc: serde_json::Value = resp
-            .json()
-            .await
+        let body = crate::body::read_limited(resp, max_bytes, "agent card").await?;
+        let doc: serde_json::Value = serde_json::from_slice(&body)
             .map_err(|e| ClientError::Card(format!("{card_url}: not JSON: {e}")))?;
         let card = parse_card(&doc).map_err(|e| ClientError::Card(format!("{card_url}: {e}")))?;
         if let Some(v) = verification {

@@ -28,6 +28,23 @@ pub enum ClientError {
     /// The card could not be fetched or read.
     #[error("agent card: {0}")]
     Card(String),
+    /// A response body (or one stream event) was larger than the client accepts.
+    #[error("{what} larger than {limit} bytes")]
+    BodyTooLarge {
+        /// What was being read (`response body`, `agent card`, …).
+        what: &'static str,
+        /// The bound, in bytes.
+        limit: usize,
+    },
+    /// The OAuth 2.0 client secret was not sent to a token URL (which was
+    /// not contacted): `rule` says why.
+    #[error("OAuth 2.0: the client secret is not sent to {url}: {rule}")]
+    TokenUrlRefused {
+        /// The token URL, without credentials, query or fragment.
+        url: String,
+        /// The rule it broke.
+        rule: crate::TokenUrlRefusal,
+    },
     /// Card signatures are required and this card's did not verify
     /// (unverifiable, absent or invalid).
     #[error("agent card signature: {0}")]

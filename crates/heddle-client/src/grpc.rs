@@ -75,12 +75,14 @@ fn endpoint_uri(url: &str) -> String {
 }
 
 impl GrpcTransport {
-    /// A transport for `iface` presenting `opts`' credentials and headers.
+    /// A transport for `iface` presenting `opts`' credentials and headers,
+    /// and `oauth`'s tokens (shared with the client's other calls).
     pub(crate) fn new(
         card: &v1::AgentCard,
         iface: &v1::AgentInterface,
         version: ProtocolVersion,
         opts: &crate::ClientOptions,
+        oauth: Option<crate::oauth::TokenSource>,
     ) -> Result<Self, ClientError> {
         let uri = endpoint_uri(&iface.url);
         let bad = |e: tonic::transport::Error| {
@@ -139,11 +141,7 @@ impl GrpcTransport {
             metadata,
             timeout: opts.timeout,
             wire_log: opts.wire_log.clone(),
-            oauth: crate::oauth::source_for(
-                card,
-                &opts.credentials,
-                &opts.http.clone().unwrap_or_default(),
-            ),
+            oauth,
         })
     }
 
@@ -568,7 +566,7 @@ mod tests {
             ],
             ..Default::default()
         };
-        let t = GrpcTransport::new(&card, &iface, ProtocolVersion::V0_3, &opts).expect("ok");
+        let t = GrpcTransport::new(&card, &iface, ProtocolVersion::V0_3, &opts, None).expect("ok");
         assert_eq!(t.endpoint.uri().to_string(), "http://127.0.0.1:50051/");
         let got: Vec<(String, String, bool)> = t
             .metadata

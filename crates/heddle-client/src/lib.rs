@@ -11,7 +11,10 @@
 //!   (v1.0 and v0.3; only when asked for in [`ClientOptions::bindings`]), with
 //!   streams as async [`futures::Stream`]s of typed events;
 //! * credentials: bearer tokens, API keys (placed where the card's scheme
-//!   says) and OAuth 2.0 client credentials (cached tokens), never logged;
+//!   says) and OAuth 2.0 client credentials (cached tokens; the secret goes
+//!   only to a token URL the rules on [`ClientCredentials`] allow), never logged;
+//! * bounds: answers and cards up to [`ClientOptions::max_body_bytes`], each
+//!   stream event up to 16 MiB, token responses up to 64 KiB;
 //! * trust: extra CA certificates and a client certificate (mTLS) for HTTP
 //!   and gRPC ([`TlsOptions`]); signed cards required at discovery when
 //!   [`ClientOptions::card_verification`] is set (pinned keys, JWKS URLs,
@@ -28,6 +31,7 @@
 //! # Ok(()) }
 //! ```
 
+mod body;
 mod client;
 mod credentials;
 mod discovery;
@@ -37,6 +41,7 @@ mod oauth;
 mod trust;
 pub mod webhook;
 
+pub use body::DEFAULT_MAX_BODY_BYTES;
 pub use client::{A2aClient, Binding, ClientOptions, EventStream, SendReply, WireLog, http_client};
 pub use credentials::{Credentials, Secret};
 pub use discovery::{CardCache, choose_interface, fetch_card, fetch_card_verified};
@@ -44,7 +49,7 @@ pub use error::ClientError;
 pub use heddle_core::task::TaskAccumulator;
 /// Card signing and verification (keys, verdicts), for [`CardVerification`].
 pub use heddle_signing;
-pub use oauth::{ClientCredentials, TokenSource, token_url_from_card};
+pub use oauth::{ClientCredentials, TokenSource, TokenUrlRefusal, token_url_from_card};
 /// The HTTP client crate, for callers that share a client.
 pub use reqwest;
 pub use trust::{CardVerification, ClientIdentity, TlsOptions, jku_trusted};

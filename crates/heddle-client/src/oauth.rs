@@ -5,6 +5,25 @@
 //! the access token until shortly before it expires and fetches a new one
 //! afterwards. Clones share one cache. The secret and the token are held as
 //! [`Secret`]s and never logged.
+//!
+//! # Where the secret goes
+//!
+//! The client secret is sent only to an `https` token URL that
+//!
+//! * the user configured ([`ClientCredentials::token_url`], the CLI's
+//!   `--oauth-token-url`), or
+//! * a card whose signature verified names (discovery with
+//!   [`crate::ClientOptions::card_verification`] set), or
+//! * is on the card's own origin: the scheme, host and port of the URL the
+//!   card was fetched from ([`crate::A2aClient::discover`]; a card handed to
+//!   [`crate::A2aClient::from_card`] has no known origin).
+//!
+//! Plain `http` is refused, except for a loopback host (`127.0.0.0/8`, `::1`,
+//! `localhost`) that the user configured. A refused URL is never contacted:
+//! the call fails with [`ClientError::TokenUrlRefused`], naming the rule
+//! ([`TokenUrlRefusal`]). Token requests made by a client this crate builds
+//! follow no redirects (a 307 or 308 would resend the secret wherever it
+//! points); a caller-supplied [`crate::ClientOptions::http`] is used as it is.
 
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
@@ -17,10 +36,22 @@ use crate::{ClientError, Secret};
 
 /// A token is refreshed this long before it expires.
 const EXPIRY_MARGIN: Duration = Duration::from_secs(30);
+/// Largest token endpoint answer read.
+const MAX_TOKEN_RESPONSE: usize = 64 << 10;
 /// How long a token without `expires_in` is used.
 const DEFAULT_LIFETIME: Duration = Duration::from_secs(300);
+/// The longest a token is used, whatever its `expires_in` says.
+const MAX_LIFETIME: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// The client-credentials grant's parameters.
+///
+/// The secret is sent only to an `https` token URL that the user configured
+/// (`token_url`), that a card whose signature verified names, or that is on
+/// the card's own origin (the scheme, host and port the card was fetched
+/// from, known to [`crate::A2aClient::discover`] but not to
+/// [`crate::A2aClient::from_card`]). Plain `http` is allowed only for a
+/// configured loopback URL (`127.0.0.0/8`, `::1`, `localhost`). Anything else
+/// is a [`ClientError::TokenUrlRefused`], and the URL is not contacted.
 #[derive(Clone, Debug)]
 pub struct ClientCredentials {
     /// The token endpoint; empty means "the card's `clientCredentials` flow's `tokenUrl`".
@@ -49,21 +80,129 @@ pub fn token_url_from_card(card: &v1::AgentCard) -> Option<String> {
         })
 }
 
-/// The token source for `creds`, when OAuth 2.0 is configured and no static
-/// bearer is; an empty token URL is taken from the card.
+/// Why the client secret is not sent to a token URL (the rules are on
+/// [`ClientCredentials`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TokenUrlRefusal {
+    /// Not an absolute `https` (or `http`) URL.
+    #[error("the token URL must be an absolute https URL")]
+    NotHttps,
+    /// Plain `http` to a host that is not loopback, or not configured by the user.
+    #[error("plain http is allowed only for a loopback token URL the user configured")]
+    PlainHttp,
+    /// An `https` URL from a card that did not verify, off the card's origin.
+    #[error(
+        "a token URL from the card is used only when the card's signature verified \
+         or the URL is on the card's own origin"
+    )]
+    UntrustedCard,
+}
+
+/// Where a token URL came from, which decides whether the secret may go there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum UrlSource {
+    /// Configured by the user.
+    Configured,
+    /// Named by the card.
+    Card {
+        /// Whether the card's signature verified.
+        verified: bool,
+        /// The URL the card was fetched from, when known.
+        card_url: Option<String>,
+    },
+}
+
+/// Whether `url` names a loopback host.
+fn is_loopback(url: &reqwest::Url) -> bool {
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    if host.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    match host.trim_start_matches('[').trim_end_matches(']').parse() {
+        Ok(std::net::IpAddr::V4(a)) => a.is_loopback(),
+        Ok(std::net::IpAddr::V6(a)) => {
+            a.is_loopback() || a.to_ipv4_mapped().is_some_and(|a| a.is_loopback())
+        }
+        Err(_) => false,
+    }
+}
+
+/// Checks that the client secret may be sent to `url`, from `source`.
+pub(crate) fn check_token_url(url: &str, source: &UrlSource) -> Result<(), ClientError> {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return Err(ClientError::TokenUrlRefused {
+            url: "(not a URL)".into(),
+            rule: TokenUrlRefusal::NotHttps,
+        });
+    };
+    // Shown without user info, query or fragment.
+    let refuse = |rule| ClientError::TokenUrlRefused {
+        url: format!("{}{}", parsed.origin().ascii_serialization(), parsed.path()),
+        rule,
+    };
+    let configured = *source == UrlSource::Configured;
+    match parsed.scheme() {
+        "https" => {}
+        "http" if configured && is_loopback(&parsed) => return Ok(()),
+        "http" => return Err(refuse(TokenUrlRefusal::PlainHttp)),
+        _ => return Err(refuse(TokenUrlRefusal::NotHttps)),
+    }
+    match source {
+        UrlSource::Configured | UrlSource::Card { verified: true, .. } => Ok(()),
+        UrlSource::Card {
+            card_url: Some(card_url),
+            ..
+        } if reqwest::Url::parse(card_url).is_ok_and(|c| c.origin() == parsed.origin()) => Ok(()),
+        UrlSource::Card { .. } => Err(refuse(TokenUrlRefusal::UntrustedCard)),
+    }
+}
+
+/// What is known of a card: where it was fetched from, and whether its
+/// signature verified.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct CardOrigin {
+    pub(crate) card_url: Option<String>,
+    pub(crate) verified: bool,
+}
+
+/// The token source `opts` describe, when OAuth 2.0 is configured and no
+/// static bearer is; an empty token URL is taken from the card (and trusted
+/// as `origin` allows). Token requests go through `opts`' own HTTP client
+/// when it has one, else through a new one that follows no redirects.
 pub(crate) fn source_for(
     card: &v1::AgentCard,
-    creds: &crate::Credentials,
-    http: &reqwest::Client,
-) -> Option<TokenSource> {
-    if creds.bearer.is_some() {
-        return None;
+    opts: &crate::ClientOptions,
+    origin: &CardOrigin,
+) -> Result<Option<TokenSource>, ClientError> {
+    if opts.credentials.bearer.is_some() {
+        return Ok(None);
     }
-    let mut cc = creds.oauth2.clone()?;
+    let Some(mut cc) = opts.credentials.oauth2.clone() else {
+        return Ok(None);
+    };
+    let mut source = UrlSource::Configured;
     if cc.token_url.is_empty() {
         cc.token_url = token_url_from_card(card).unwrap_or_default();
+        source = UrlSource::Card {
+            verified: origin.verified,
+            card_url: origin.card_url.clone(),
+        };
     }
-    Some(TokenSource::new(cc, http.clone()))
+    let http = match &opts.http {
+        Some(http) => http.clone(),
+        None => opts
+            .tls
+            .apply(
+                reqwest::Client::builder()
+                    .connect_timeout(Duration::from_secs(10))
+                    .redirect(reqwest::redirect::Policy::none())
+                    .user_agent(concat!("heddle/", env!("CARGO_PKG_VERSION"))),
+            )?
+            .build()?,
+    };
+    Ok(Some(TokenSource::with_source(cc, http, source)))
 }
 
 #[derive(Clone)]
@@ -75,6 +214,8 @@ struct Cached {
 
 struct Inner {
     creds: ClientCredentials,
+    /// Where the token URL came from.
+    url_source: UrlSource,
     http: reqwest::Client,
     margin: Duration,
     cache: Mutex<Option<Cached>>,
@@ -131,15 +272,27 @@ fn form_encode(s: &str) -> String {
 }
 
 impl TokenSource {
-    /// A source for `creds` (whose `token_url` must be set) using `http`.
+    /// A source for `creds` (whose `token_url` must be set, and is taken as
+    /// configured by the user) using `http`, whose redirect policy applies to
+    /// token requests.
     pub fn new(creds: ClientCredentials, http: reqwest::Client) -> Self {
-        Self::with_margin(creds, http, EXPIRY_MARGIN)
+        Self::with_source(creds, http, UrlSource::Configured)
     }
 
-    fn with_margin(creds: ClientCredentials, http: reqwest::Client, margin: Duration) -> Self {
+    fn with_source(creds: ClientCredentials, http: reqwest::Client, url_source: UrlSource) -> Self {
+        Self::with_margin(creds, http, url_source, EXPIRY_MARGIN)
+    }
+
+    fn with_margin(
+        creds: ClientCredentials,
+        http: reqwest::Client,
+        url_source: UrlSource,
+        margin: Duration,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 creds,
+                url_source,
                 http,
                 margin,
                 cache: Mutex::new(None),
@@ -185,7 +338,12 @@ impl TokenSource {
             return Ok(t);
         }
         let (token, lifetime) = self.fetch().await?;
-        let refresh_at = Instant::now() + lifetime.saturating_sub(self.inner.margin);
+        let now = Instant::now();
+        // `lifetime` is at most a day, but an `Instant` near its end of range
+        // could still overflow: then the token is used for this call only.
+        let refresh_at = now
+            .checked_add(lifetime.saturating_sub(self.inner.margin))
+            .unwrap_or(now);
         *self.cache() = Some(Cached {
             token: token.clone(),
             refresh_at,
@@ -200,6 +358,7 @@ impl TokenSource {
                 "OAuth 2.0: no token URL given and the card has no clientCredentials flow".into(),
             ));
         }
+        check_token_url(&c.token_url, &self.inner.url_source)?;
         let mut body = format!(
             "grant_type=client_credentials&client_id={}&client_secret={}",
             form_encode(&c.client_id),
@@ -221,7 +380,8 @@ impl TokenSource {
             .send()
             .await?;
         let status = resp.status();
-        let bytes = resp.bytes().await?;
+        let bytes =
+            crate::body::read_limited(resp, MAX_TOKEN_RESPONSE, "OAuth 2.0 token response").await?;
         if !status.is_success() {
             let message = match serde_json::from_slice::<TokenError>(&bytes) {
                 Ok(e) => match e.error_description {
@@ -255,7 +415,10 @@ impl TokenSource {
                 "OAuth 2.0 token response: empty access_token".into(),
             ));
         }
-        let lifetime = t.expires_in.map_or(DEFAULT_LIFETIME, Duration::from_secs);
+        // The peer's number: clamped before any arithmetic.
+        let lifetime = t.expires_in.map_or(DEFAULT_LIFETIME, |s| {
+            Duration::from_secs(s.min(MAX_LIFETIME.as_secs()))
+        });
         Ok((Secret::new(t.access_token), lifetime))
     }
 }
@@ -383,6 +546,7 @@ mod tests {
         let ts = TokenSource::with_margin(
             creds(&url),
             reqwest::Client::new(),
+            UrlSource::Configured,
             Duration::from_millis(200),
         );
         assert_eq!(ts.token().await.expect("token").expose(), "tok1");
@@ -402,6 +566,21 @@ mod tests {
         assert_eq!(count.load(Ordering::SeqCst), 1);
         let left = ts.cache().as_ref().expect("cached").refresh_at - Instant::now();
         assert!(left > Duration::from_secs(260) && left <= Duration::from_secs(270));
+    }
+
+    #[tokio::test]
+    async fn a_huge_expires_in_is_clamped_to_a_day() {
+        let (url, count, _) = token_server(
+            200,
+            r#"{"access_token":"t","token_type":"Bearer","expires_in":18446744073709551615}"#,
+        )
+        .await;
+        let ts = TokenSource::new(creds(&url), reqwest::Client::new());
+        assert_eq!(ts.token().await.expect("token").expose(), "t");
+        ts.token().await.expect("cached");
+        assert_eq!(count.load(Ordering::SeqCst), 1);
+        let left = ts.cache().as_ref().expect("cached").refresh_at - Instant::now();
+        assert!(left <= MAX_LIFETIME && left > MAX_LIFETIME - Duration::from_secs(60));
     }
 
     #[tokio::test]
@@ -433,6 +612,19 @@ mod tests {
         assert!(matches!(err, ClientError::InvalidResponse(_)), "{err:?}");
     }
 
+    #[tokio::test]
+    async fn a_token_response_over_64_kib_is_refused() {
+        let url = crate::body::tests::big(100 << 10, false).await;
+        let err = TokenSource::new(creds(&format!("{url}/token")), reqwest::Client::new())
+            .token()
+            .await
+            .expect_err("too large");
+        assert!(
+            matches!(err, ClientError::BodyTooLarge { limit, .. } if limit == 64 << 10),
+            "{err:?}"
+        );
+    }
+
     #[test]
     fn debug_hides_the_secret() {
         let c = creds("http://x/token");
@@ -458,8 +650,9 @@ mod tests {
         assert_eq!(token_url_from_card(&v1::AgentCard::default()), None);
     }
 
-    /// End to end over REST: the client fetches a token from the card's token
-    /// URL, sends it as a bearer, and after a 401 fetches a new one and retries once.
+    /// End to end over REST: the client fetches a token from the configured
+    /// token URL (not the card's), sends it as a bearer, and after a 401
+    /// fetches a new one and retries once.
     #[tokio::test]
     async fn client_sends_the_token_and_refreshes_after_401() {
         let tokens = Arc::new(AtomicUsize::new(0));
@@ -494,12 +687,12 @@ mod tests {
         let card: v1::AgentCard = serde_json::from_value(serde_json::json!({
             "supportedInterfaces": [{"url": format!("{base}/rest"), "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}],
             "securitySchemes": {"o": {"oauth2SecurityScheme": {"flows": {"clientCredentials": {
-                "tokenUrl": format!("{base}/token"), "scopes": {}}}}}}
+                "tokenUrl": "https://auth.invalid/token", "scopes": {}}}}}}
         }))
         .expect("card");
         let opts = crate::ClientOptions {
             credentials: crate::Credentials {
-                oauth2: Some(creds("")),
+                oauth2: Some(creds(&format!("{base}/token"))),
                 ..Default::default()
             },
             ..Default::default()
@@ -512,5 +705,218 @@ mod tests {
         // The refreshed token is reused.
         client.get_task("t1", None).await.expect("task");
         assert_eq!(tokens.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn the_secret_goes_only_to_trusted_https_token_urls() {
+        use TokenUrlRefusal::*;
+        let card = |verified: bool, card_url: Option<&str>| UrlSource::Card {
+            verified,
+            card_url: card_url.map(str::to_owned),
+        };
+        let fetched = Some("https://agent.example/.well-known/agent-card.json");
+        let cases: [(&str, UrlSource, Option<TokenUrlRefusal>); 17] = [
+            // Configured by the user: any https; http on loopback only.
+            ("https://auth.example/token", UrlSource::Configured, None),
+            ("http://127.0.0.1:8080/token", UrlSource::Configured, None),
+            ("http://127.9.9.9/token", UrlSource::Configured, None),
+            ("http://[::1]:9/token", UrlSource::Configured, None),
+            ("http://localhost:9/token", UrlSource::Configured, None),
+            (
+                "http://auth.example/token",
+                UrlSource::Configured,
+                Some(PlainHttp),
+            ),
+            (
+                "http://10.0.0.1/token",
+                UrlSource::Configured,
+                Some(PlainHttp),
+            ),
+            (
+                "ftp://auth.example/token",
+                UrlSource::Configured,
+                Some(NotHttps),
+            ),
+            ("/token", UrlSource::Configured, Some(NotHttps)),
+            // From a verified card: any https, never http.
+            ("https://auth.example/token", card(true, None), None),
+            (
+                "http://127.0.0.1/token",
+                card(true, fetched),
+                Some(PlainHttp),
+            ),
+            // From an unverified card: https on the card's own origin only.
+            (
+                "https://agent.example/oauth/token",
+                card(false, fetched),
+                None,
+            ),
+            (
+                "https://agent.example:443/token",
+                card(false, fetched),
+                None,
+            ),
+            (
+                "https://agent.example:8443/token",
+                card(false, fetched),
+                Some(UntrustedCard),
+            ),
+            (
+                "https://auth.example/token",
+                card(false, fetched),
+                Some(UntrustedCard),
+            ),
+            (
+                "https://agent.example/token",
+                card(false, None),
+                Some(UntrustedCard),
+            ),
+            (
+                "http://127.0.0.1:9/token",
+                card(
+                    false,
+                    Some("http://127.0.0.1:9/.well-known/agent-card.json"),
+                ),
+                Some(PlainHttp),
+            ),
+        ];
+        for (url, source, want) in cases {
+            let got = match check_token_url(url, &source) {
+                Ok(()) => None,
+                Err(ClientError::TokenUrlRefused { rule, .. }) => Some(rule),
+                Err(other) => panic!("{url}: {other:?}"),
+            };
+            assert_eq!(got, want, "{url} from {source:?}");
+        }
+        // An https card origin does not vouch for http on the same host.
+        assert!(check_token_url("http://agent.example/token", &card(false, fetched)).is_err());
+    }
+
+    #[test]
+    fn a_refusal_names_the_rule_but_no_secret() {
+        let err = check_token_url(
+            "http://user:pw@auth.example/token?client_secret=s3cr",
+            &UrlSource::Configured,
+        )
+        .expect_err("plain http");
+        let text = err.to_string();
+        assert!(text.contains("plain http"), "{text}");
+        assert!(text.contains("http://auth.example/token"), "{text}");
+        assert!(!text.contains("pw") && !text.contains("s3cr"), "{text}");
+    }
+
+    /// An agent whose card (at the well-known path) names `{base}/token`,
+    /// plain http on the card's own origin, and which counts every request
+    /// by path; returns its base URL and the requests seen.
+    async fn agent_with_http_token_url() -> (String, Arc<Mutex<Vec<String>>>) {
+        let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+        let base = Arc::new(Mutex::new(String::new()));
+        let (s, b) = (seen.clone(), base.clone());
+        let url = serve(Arc::new(move |head: &str, _body: &str| {
+            let line = head.lines().next().unwrap_or_default().to_owned();
+            s.lock().expect("lock").push(line.clone());
+            let base = b.lock().expect("lock").clone();
+            if line.starts_with("GET /.well-known/agent-card.json ") {
+                let card = serde_json::json!({
+                    "name": "a", "description": "d", "version": "1",
+                    "supportedInterfaces": [{"url": format!("{base}/rest"), "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}],
+                    "securitySchemes": {"o": {"oauth2SecurityScheme": {"flows": {"clientCredentials": {
+                        "tokenUrl": format!("{base}/token"), "scopes": {}}}}}}
+                });
+                return (200, card.to_string());
+            }
+            if line.starts_with("POST /token ") {
+                return (200, r#"{"access_token":"t","token_type":"Bearer"}"#.into());
+            }
+            (200, r#"{"id":"t1","contextId":"c1"}"#.into())
+        }))
+        .await;
+        *base.lock().expect("lock") = url.clone();
+        (url, seen)
+    }
+
+    fn oauth_options() -> crate::ClientOptions {
+        crate::ClientOptions {
+            bindings: vec![crate::Binding::Rest],
+            credentials: crate::Credentials {
+                oauth2: Some(creds("")),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn an_http_token_url_from_an_unsigned_card_is_never_contacted() {
+        let (base, seen) = agent_with_http_token_url().await;
+        let client = crate::A2aClient::discover(&base, oauth_options())
+            .await
+            .expect("discovered");
+        let err = client.get_task("t1", None).await.expect_err("refused");
+        assert!(
+            matches!(
+                err,
+                ClientError::TokenUrlRefused {
+                    rule: TokenUrlRefusal::PlainHttp,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(!err.to_string().contains("s3cr"), "{err}");
+        // The card was fetched; neither the token URL nor the agent was called.
+        assert_eq!(
+            *seen.lock().expect("lock"),
+            ["GET /.well-known/agent-card.json HTTP/1.1"]
+        );
+
+        // A card in hand has no known origin: its token URL is not used either.
+        let card = client.card().clone();
+        seen.lock().expect("lock").clear();
+        let client = crate::A2aClient::from_card(card, oauth_options()).expect("client");
+        assert!(matches!(
+            client.get_task("t1", None).await,
+            Err(ClientError::TokenUrlRefused { .. })
+        ));
+        assert!(seen.lock().expect("lock").is_empty());
+    }
+
+    #[tokio::test]
+    async fn token_requests_follow_no_redirects() {
+        // The configured token URL redirects (307 keeps the body, and the
+        // secret in it) to another token endpoint, which must see nothing.
+        let (elsewhere, count, _) =
+            token_server(200, r#"{"access_token":"t","token_type":"Bearer"}"#).await;
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let redirector = format!("http://{}/token", listener.local_addr().expect("addr"));
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                let mut buf = vec![0u8; 8192];
+                let _ = sock.read(&mut buf).await;
+                let resp = format!(
+                    "HTTP/1.1 307 Temporary Redirect\r\nlocation: {elsewhere}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                );
+                let _ = sock.write_all(resp.as_bytes()).await;
+                let _ = sock.shutdown().await;
+            }
+        });
+        let card: v1::AgentCard = serde_json::from_value(serde_json::json!({
+            "supportedInterfaces": [{"url": "http://127.0.0.1:9/rest", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}],
+        }))
+        .expect("card");
+        let opts = crate::ClientOptions {
+            credentials: crate::Credentials {
+                oauth2: Some(creds(&redirector)),
+                ..Default::default()
+            },
+            ..oauth_options()
+        };
+        let client = crate::A2aClient::from_card(card, opts).expect("client");
+        let err = client.get_task("t1", None).await.expect_err("not followed");
+        assert!(
+            matches!(err, ClientError::Http { status: 307, .. }),
+            "{err:?}"
+        );
+        assert_eq!(count.load(Ordering::SeqCst), 0);
     }
 }

@@ -128,16 +128,12 @@ async fn fetch_jwks(http: &reqwest::Client, url: &str) -> Result<KeySet, String>
     if !resp.status().is_success() {
         return Err(format!("HTTP {}", resp.status().as_u16()));
     }
-    if resp.content_length().is_some_and(|n| n > MAX_JWKS as u64) {
-        return Err("larger than 1 MiB".into());
-    }
-    let body = resp
-        .bytes()
+    let body = crate::body::read_limited(resp, MAX_JWKS, "JWKS")
         .await
-        .map_err(|e| ClientError::from(e).to_string())?;
-    if body.len() > MAX_JWKS {
-        return Err("larger than 1 MiB".into());
-    }
+        .map_err(|e| match e {
+            ClientError::BodyTooLarge { .. } => "larger than 1 MiB".to_owned(),
+            e => e.to_string(),
+        })?;
     KeySet::from_json(&String::from_utf8_lossy(&body)).map_err(|e| e.to_string())
 }
 
