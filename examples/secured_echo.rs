@@ -28,7 +28,7 @@ struct Echo;
 #[async_trait::async_trait]
 impl AgentExecutor for Echo {
     async fn execute(&self, ctx: RequestContext, events: TaskEvents) -> Result<(), AgentError> {
-        // The verified caller: `key:me` here.
+        // The verified caller: `key:{id}` here, the key's id (its name is for people).
         let who = ctx.caller.id.clone();
         events
             .artifact_text("echo", format!("{who} said: {}", ctx.text()))

@@ -376,8 +376,8 @@ pub struct VerifiedToken {
 
 impl VerifiedToken {
     /// The caller id: `jwt:{iss}#{sub}` (`iss` may be empty). The prefix
-    /// keeps token subjects apart from API keys (`key:{name}`), whatever a
-    /// token's issuer puts in `sub`.
+    /// keeps token subjects apart from API keys (`key:{id}`) and client
+    /// certificates (`mtls:{name}`), whatever a token's issuer puts in `sub`.
     pub fn principal(&self) -> String {
         format!("jwt:{}#{}", self.issuer, self.subject)
     }

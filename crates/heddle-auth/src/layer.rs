@@ -84,7 +84,10 @@ fn form_pairs(q: &str) -> impl Iterator<Item = (String, String)> + '_ {
 /// Who a verified credential names.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Principal {
-    /// The caller id tasks are scoped by: `key:{name}` or `jwt:{iss}#{sub}`.
+    /// The caller id tasks are scoped by: `key:{id}` (an API key's id) or
+    /// `jwt:{iss}#{sub}`; mutual TLS callers, made before this layer, are
+    /// `mtls:{name}`. Each kind has its own prefix, so no credential of one
+    /// kind can name a caller of another.
     pub id: String,
 }
 

@@ -13,9 +13,11 @@
 //!   `jwks_uri`). `iss`, `aud`, `exp` and `nbf` are checked with a leeway;
 //!   `alg: none` and algorithm confusion are refused; tokens are size-capped.
 //! * **API keys** ([`apikey`]) in a header (`api-key` by default), a query
-//!   parameter or a cookie, stored only as argon2 hashes; a verified key is
-//!   remembered in memory under its SHA-256, so argon2 runs once per key and
-//!   not once per request.
+//!   parameter or a cookie, stored only as SHA-256 hashes (a key is 256
+//!   random bits, so a slow password hash would guard nothing) and compared
+//!   in constant time; a verified key is remembered in memory for a minute,
+//!   so its row is read once per key and not once per request. A key's caller
+//!   is `key:{id}`, its never-reused id, not its name.
 //!
 //! Missing or bad credentials get 401 with `WWW-Authenticate` (gRPC:
 //! UNAUTHENTICATED), a verified caller lacking a required scope 403 (gRPC:

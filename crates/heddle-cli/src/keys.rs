@@ -1,5 +1,6 @@
-//! `heddle keys`: API keys for `heddle serve --require-auth`, kept as argon2
-//! hashes in the task store's SQLite file (table `api_keys`).
+//! `heddle keys`: API keys for `heddle serve --require-auth`, kept as SHA-256
+//! hashes in the task store's SQLite file (table `api_keys`). A key's tasks
+//! belong to `key:ID`; the name is for people, and may be reused once revoked.
 
 use std::{
     path::PathBuf,
@@ -17,14 +18,15 @@ use heddle_auth::apikey::{ApiKeys, KeyRecord, SqliteKeyStore};
 pub enum KeysCommand {
     /// Create an API key; it is printed once, on stdout, and stored only as a hash.
     Create {
-        /// A name for the key (who or what uses it); tasks it creates belong to `key:NAME`.
+        /// A name for the key (who or what uses it). Tasks it creates belong to
+        /// `key:ID`, its id, so a new key reusing a revoked key's name gets none of them.
         #[arg(long)]
         name: String,
         /// Where keys live: `sqlite:PATH` (default: the store of `heddle serve`).
         #[arg(long)]
         store: Option<String>,
     },
-    /// List the keys (names and ids, never the keys).
+    /// List the keys (names, ids and caller ids, never the keys).
     List {
         /// Where keys live: `sqlite:PATH` (default: the store of `heddle serve`).
         #[arg(long)]
@@ -73,6 +75,8 @@ fn json(r: &KeyRecord) -> serde_json::Value {
     serde_json::json!({
         "id": r.id,
         "name": r.name,
+        "caller": r.principal(),
+        "legacyHash": r.has_legacy_hash(),
         "createdAt": date(r.created_at),
         "revokedAt": r.revoked_at.map(date),
     })
@@ -86,9 +90,10 @@ pub async fn run(cmd: KeysCommand) -> anyhow::Result<ExitCode> {
             let keys = open(&path)?;
             let (record, key) = keys.create(&name).await?;
             eprintln!(
-                "Created API key {:?} (id {}) in {}. It is shown only this once:",
+                "Created API key {:?} (id {}, caller {}) in {}. It is shown only this once:",
                 record.name,
                 record.id,
+                record.principal(),
                 path.display()
             );
             println!("{}", key.expose());
@@ -114,9 +119,13 @@ pub async fn run(cmd: KeysCommand) -> anyhow::Result<ExitCode> {
                         );
                     }
                     for k in &keys {
-                        let status = k
-                            .revoked_at
-                            .map_or("active".to_owned(), |t| format!("revoked {}", date(t)));
+                        let status = match k.revoked_at {
+                            Some(t) => format!("revoked {}", date(t)),
+                            None if k.has_legacy_hash() => {
+                                "refused: argon2 hash from an older heddle, recreate it".to_owned()
+                            }
+                            None => "active".to_owned(),
+                        };
                         println!(
                             "{}  {:<20}  created {}  {status}",
                             k.id,

@@ -42,18 +42,27 @@ pub async fn authenticator(
     let keys = if cfg.api_keys.enabled {
         let path = crate::keys::key_db(store)?;
         let keys = crate::keys::open(&path)?;
-        let active = keys
-            .list()
-            .await?
-            .iter()
-            .filter(|k| k.revoked_at.is_none())
-            .count();
+        let all = keys.list().await?;
+        let active: Vec<_> = all.iter().filter(|k| k.revoked_at.is_none()).collect();
         lines.push(format!(
-            "  auth           API keys in the `{}` {} ({active} active in {}; `heddle keys create --name NAME` adds one)",
+            "  auth           API keys in the `{}` {} ({} active in {}; `heddle keys create --name NAME` adds one)",
             cfg.api_keys.name,
             cfg.api_keys.location,
+            active.len(),
             path.display()
         ));
+        let legacy: Vec<_> = active
+            .iter()
+            .filter(|k| k.has_legacy_hash())
+            .map(|k| format!("{} ({})", k.name, k.id))
+            .collect();
+        if !legacy.is_empty() {
+            lines.push(format!(
+                "  auth           refused: {} stored as argon2 by an older heddle; \
+                 `heddle keys revoke ID`, then `heddle keys create --name NAME`",
+                legacy.join(", ")
+            ));
+        }
         Some(keys)
     } else {
         None
@@ -126,5 +135,32 @@ secret = "0123456789abcdef0123456789abcdef"
         std::fs::write(&path, "[auth.jwt]\nissuer = \"x\"\naudiance = [\"typo\"]\n")
             .expect("write");
         assert!(read_config(&path).is_err());
+    }
+
+    #[tokio::test]
+    async fn the_banner_names_keys_stored_as_argon2_by_an_older_heddle() {
+        use heddle_auth::apikey::{KeyRecord, KeyStore, SqliteKeyStore};
+        let dir = tempfile::tempdir().expect("tmp");
+        let db = dir.path().join("heddle.db");
+        SqliteKeyStore::open(&db)
+            .expect("open")
+            .insert(&KeyRecord {
+                id: "00000000000000aa".into(),
+                name: "old-ci".into(),
+                hash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA".into(),
+                created_at: 1,
+                revoked_at: None,
+            })
+            .expect("insert");
+        let store = format!("sqlite:{}", db.display());
+        let (_, lines) = authenticator(true, None, Some(&store))
+            .await
+            .expect("auth")
+            .expect("on");
+        let banner = lines.join("\n");
+        assert!(
+            banner.contains("old-ci (00000000000000aa)") && banner.contains("argon2"),
+            "{banner}"
+        );
     }
 }

@@ -39,6 +39,11 @@ async fn keys_create_then_serve_require_auth_refuses_calls_without_the_key() {
     let listed = heddle(&["keys", "list", "--store", &store, "-o", "json"]);
     let listed: Value = serde_json::from_slice(&listed.stdout).expect("json list");
     assert_eq!(listed[0]["name"], "ci");
+    // Tasks belong to the key's id, not its (reusable) name.
+    let id = listed[0]["id"].as_str().expect("id");
+    assert!(key.starts_with(&format!("hdk_{id}_")), "{key}");
+    assert_eq!(listed[0]["caller"], format!("key:{id}"));
+    assert_eq!(listed[0]["legacyHash"], false);
     assert!(!listed.to_string().contains(&key), "list never shows a key");
 
     let server = serve(&store, &config);

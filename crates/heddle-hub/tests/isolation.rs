@@ -108,6 +108,8 @@ struct App {
     grpc: Channel,
     alice: Cred,
     bob: Cred,
+    /// The hub's API keys, to add and revoke keys while it runs.
+    keys: ApiKeys,
 }
 
 async fn app() -> App {
@@ -124,7 +126,7 @@ async fn app_on(store: Arc<dyn heddle_store::TaskStore>) -> App {
         ]))
         .require_scope("a2a");
     let auth = Authenticator::builder()
-        .api_keys(keys)
+        .api_keys(keys.clone())
         .jwt(jwt)
         .build()
         .expect("auth");
@@ -163,6 +165,7 @@ async fn app_on(store: Arc<dyn heddle_store::TaskStore>) -> App {
         grpc,
         alice: Cred::Key(alice.expose().to_owned()),
         bob: Cred::Key(bob.expose().to_owned()),
+        keys,
     }
 }
 
@@ -762,6 +765,40 @@ async fn isolation_holds(app: &App) {
         if let Outcome::Ok(page) = call(app, w, &app.alice, "writer", Op::List, None).await {
             assert!(page.to_string().contains(&task.id), "{w:?}: owner's list");
         }
+    }
+}
+
+#[tokio::test]
+async fn a_new_key_reusing_a_revoked_keys_name_gets_none_of_its_tasks() {
+    let app = app().await;
+    let (_, old) = app.keys.create("ci").await.expect("ci");
+    let old = Cred::Key(old.expose().to_owned());
+    let mut tasks = Vec::new();
+    for w in WIRES {
+        let task = create_task(&app, w, &old, "writer").await;
+        let push = call(&app, w, &old, "writer", Op::PushCreate, Some(&task.id)).await;
+        assert!(
+            matches!(push, Outcome::Ok(_) | Outcome::Absent),
+            "{w:?}: {push:?}"
+        );
+        tasks.push((w, task.id));
+    }
+    assert_eq!(app.keys.revoke("ci").await.expect("revoke").len(), 1);
+    let (_, new) = app.keys.create("ci").await.expect("the name is free again");
+    let new = Cred::Key(new.expose().to_owned());
+    for (w, id) in &tasks {
+        for (op, expect) in ROWS {
+            let got = call(&app, *w, &new, "writer", op, Some(id)).await;
+            let ok = match (&got, expect) {
+                (Outcome::Absent, _) => true,
+                (Outcome::Err(r), Expect::TaskNotFound) => r == "TASK_NOT_FOUND",
+                (Outcome::Ok(v), Expect::Unlisted) => !v.to_string().contains(id.as_str()),
+                _ => false,
+            };
+            assert!(ok, "{w:?} {op:?} by the new \"ci\": {got:?}");
+        }
+        let got = call(&app, *w, &old, "writer", Op::Get, Some(id)).await;
+        assert!(matches!(got, Outcome::Refused(401 | 16)), "{w:?}: {got:?}");
     }
 }
 

@@ -147,8 +147,10 @@ impl TlsSettings {
     }
 }
 
-/// The caller a verified client certificate names: its subject CN, else its
-/// first DNS name, email or URI SAN.
+/// The caller a verified client certificate names: `mtls:` and its subject
+/// CN, else its first DNS name, email or URI SAN. The prefix is the
+/// certificate's own, so a certificate whose CN reads like another kind of
+/// caller id (`key:…`, `jwt:…`) does not become that caller.
 pub fn caller_from_certificate(der: &[u8]) -> Option<Caller> {
     let (_, cert) = X509Certificate::from_der(der).ok()?;
     let cn = cert
@@ -170,7 +172,7 @@ pub fn caller_from_certificate(der: &[u8]) -> Option<Caller> {
     };
     cn.filter(|s| !s.is_empty())
         .or_else(san)
-        .map(Caller::authenticated)
+        .map(|name| Caller::authenticated(format!("mtls:{name}")))
 }
 
 /// Serves `app` over TLS on `listener` until `shutdown` resolves, then lets

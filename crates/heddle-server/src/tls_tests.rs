@@ -127,13 +127,13 @@ async fn mtls_client_certificate_becomes_the_caller() {
     };
     assert_eq!(
         who(client(Some(&pki.ca), Some((&alice, &alice_key)))).await,
-        "alice true"
+        "mtls:alice true"
     );
     // No CN: the first SAN names the caller.
     let (svc, svc_key) = pki.issue(None, &["billing.internal"]);
     assert_eq!(
         who(client(Some(&pki.ca), Some((&svc, &svc_key)))).await,
-        "billing.internal true"
+        "mtls:billing.internal true"
     );
     // Without a certificate the caller stays anonymous (optional mTLS).
     assert_eq!(who(client(Some(&pki.ca), None)).await, "anonymous");
@@ -149,6 +149,23 @@ async fn mtls_client_certificate_becomes_the_caller() {
         refused.is_err(),
         "a foreign client certificate was accepted"
     );
+}
+
+#[test]
+fn a_certificate_named_like_an_api_key_caller_is_not_that_caller() {
+    let pki = Pki::new("Test CA");
+    for (cn, sans) in [
+        (Some("key:ci"), &[][..]),
+        (Some("jwt:https://issuer.test#alice"), &[][..]),
+        (None, &["key:ci.example"][..]),
+    ] {
+        let (pem, _) = pki.issue(cn, sans);
+        let der = CertificateDer::from_pem_slice(pem.as_bytes()).expect("PEM");
+        let caller = caller_from_certificate(&der).expect("a caller");
+        let name = cn.or(sans.first().copied()).unwrap_or_default();
+        assert_eq!(caller.id, format!("mtls:{name}"));
+        assert!(caller.authenticated);
+    }
 }
 
 #[tokio::test]
@@ -168,7 +185,7 @@ async fn required_client_certificates_refuse_anonymous_clients() {
         .send()
         .await
         .expect("with a certificate");
-    assert_eq!(ok.text().await.expect("body"), "bob true");
+    assert_eq!(ok.text().await.expect("body"), "mtls:bob true");
 }
 
 #[test]

@@ -106,10 +106,14 @@ impl KeyStore for SqliteKeyStore {
                 params![k.id, k.name, k.hash, k.created_at, k.revoked_at],
             )
             .map_err(|e| match e {
-                rusqlite::Error::SqliteFailure(f, _)
+                rusqlite::Error::SqliteFailure(f, msg)
                     if f.code == rusqlite::ErrorCode::ConstraintViolation =>
                 {
-                    AuthError::Config(format!("an active key is already named {:?}", k.name))
+                    if msg.is_some_and(|m| m.contains("api_keys.id")) {
+                        AuthError::Config(format!("a key already has the id {}", k.id))
+                    } else {
+                        AuthError::Config(format!("an active key is already named {:?}", k.name))
+                    }
                 }
                 e => db(e),
             })?;
@@ -180,9 +184,12 @@ mod tests {
         let path = dir.path().join("heddle.db");
         let a = ApiKeys::new(Arc::new(SqliteKeyStore::open(&path).expect("open")))
             .cache_ttl(std::time::Duration::ZERO);
-        let (_, key) = a.create("ci").await.expect("create");
+        let (record, key) = a.create("ci").await.expect("create");
         let b = ApiKeys::new(Arc::new(SqliteKeyStore::open(&path).expect("reopen")));
-        assert_eq!(b.verify(key.expose()).await.as_deref(), Ok("key:ci"));
+        assert_eq!(
+            b.verify(key.expose()).await,
+            Ok(format!("key:{}", record.id))
+        );
         assert_eq!(b.list().await.expect("list").len(), 1);
         assert_eq!(b.revoke("ci").await.expect("revoke").len(), 1);
         assert!(a.verify(key.expose()).await.is_err());
