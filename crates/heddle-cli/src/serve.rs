@@ -19,6 +19,9 @@ pub struct ServeArgs {
     /// Task store: `memory`, or `sqlite:PATH` (default: heddle.db in the user's data directory).
     #[arg(long)]
     store: Option<String>,
+    /// Most bytes of tasks `--store memory` keeps (finished ones are evicted first).
+    #[arg(long, default_value_t = heddle_store::DEFAULT_MEMORY_MAX_BYTES)]
+    memory_store_max_bytes: usize,
     /// The agent whose card the root `/.well-known/agent-card.json` serves.
     #[arg(long, default_value = "echo")]
     default_agent: String,
@@ -88,9 +91,18 @@ pub(crate) fn default_db() -> PathBuf {
         .join("heddle.db")
 }
 
-fn open_store(spec: Option<&str>) -> anyhow::Result<(Arc<dyn TaskStore>, String)> {
+fn open_store(
+    spec: Option<&str>,
+    max_bytes: usize,
+) -> anyhow::Result<(Arc<dyn TaskStore>, String)> {
     match spec {
-        Some("memory") => Ok((Arc::new(MemoryStore::default()), "memory".into())),
+        Some("memory") => {
+            let limits = heddle_store::MemoryLimits {
+                max_bytes,
+                ..Default::default()
+            };
+            Ok((Arc::new(MemoryStore::new(limits)), "memory".into()))
+        }
         Some(s) if s.starts_with("sqlite:") => open_sqlite(PathBuf::from(&s["sqlite:".len()..])),
         None => open_sqlite(default_db()),
         Some(other) => bail!("unknown store {other:?}: use `memory` or `sqlite:PATH`"),
@@ -118,7 +130,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let bindings = bindings(&args.bindings)?;
     let tls = args.security.tls()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
-    let (store, store_name) = open_store(args.store.as_deref())?;
+    let (store, store_name) = open_store(args.store.as_deref(), args.memory_store_max_bytes)?;
     let auth = crate::serve_auth::authenticator(
         args.require_auth,
         args.config.as_deref(),

@@ -7,8 +7,9 @@
 //! store cannot be asked for another caller's task by accident: a task outside
 //! the scope is simply not found.
 //!
-//! * [`MemoryStore`]: in-process, bounded (terminal tasks are evicted by age
-//!   and count; live ones never are).
+//! * [`MemoryStore`]: in-process, bounded (terminal tasks are evicted by age,
+//!   count and bytes; live ones never are, and a live task that would grow the
+//!   store past its byte limit is refused).
 //! * [`SqliteStore`]: the embedded default. WAL mode, one writer thread that
 //!   groups concurrent saves into one transaction, a small pool of readers.
 //!   Tasks are stored as protobuf bytes beside indexed columns for ListTasks.
@@ -19,7 +20,7 @@ mod push;
 mod sqlite;
 mod sqlite_push;
 
-pub use memory::{MemoryLimits, MemoryStore};
+pub use memory::{DEFAULT_MEMORY_MAX_BYTES, MemoryLimits, MemoryStore};
 pub use page::{PageToken, sort_key};
 pub use push::{Delivery, DeliveryOutcome, NewDelivery, PushConfigRecord, PushStore};
 pub use sqlite::{SqliteOptions, SqliteStore};
@@ -87,6 +88,10 @@ pub enum StoreError {
     /// The store is shutting down.
     #[error("store is closed")]
     Closed,
+    /// A bounded store has no room for the save, even after evicting every
+    /// task it may evict (see [`MemoryLimits::max_bytes`]).
+    #[error("task store is full: {0}")]
+    Full(String),
 }
 
 /// Task persistence. Implementations must be safe to share across threads.

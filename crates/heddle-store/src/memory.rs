@@ -11,25 +11,36 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use heddle_core::v1;
+use prost::Message as _;
 
 use crate::page::{PageToken, status_ms};
 use crate::{ListPage, ListQuery, Scope, StoreError, TaskStore};
 
-/// Bounds on the finished tasks a [`MemoryStore`] keeps. Live (non-terminal)
-/// tasks are never evicted: dropping one would lose work in progress.
+/// Bounds on what a [`MemoryStore`] keeps. Live (non-terminal) tasks are
+/// never evicted: dropping one would lose work in progress.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemoryLimits {
     /// Most terminal tasks kept; the oldest-finished go first.
     pub max_terminal_tasks: usize,
     /// How long a terminal task is kept after it was last saved.
     pub max_terminal_age: Duration,
+    /// Most bytes of tasks kept, live and terminal, counting each task as
+    /// its protobuf encoding (history and artifacts included) plus its id
+    /// and owner. Past it the oldest-finished terminal tasks go first; a
+    /// save that grows a live task past it with no terminal task left to
+    /// evict fails with [`StoreError::Full`].
+    pub max_bytes: usize,
 }
+
+/// [`MemoryLimits::max_bytes`] by default: 256 MiB.
+pub const DEFAULT_MEMORY_MAX_BYTES: usize = 256 << 20;
 
 impl Default for MemoryLimits {
     fn default() -> Self {
         Self {
             max_terminal_tasks: 10_000,
             max_terminal_age: Duration::from_secs(3600),
+            max_bytes: DEFAULT_MEMORY_MAX_BYTES,
         }
     }
 }
@@ -37,8 +48,8 @@ impl Default for MemoryLimits {
 /// A bounded in-memory [`TaskStore`].
 ///
 /// Terminal tasks enter a FIFO eviction queue when saved; each save checks
-/// the queue front and evicts while there are too many terminal tasks or the
-/// oldest is too old. Re-saving a queued task adds a fresh queue entry and
+/// the queue front and evicts while there are too many terminal tasks, too
+/// many bytes of tasks, or the oldest is too old. Re-saving a queued task adds a fresh queue entry and
 /// makes the old one stale (its generation no longer matches), so nothing is
 /// counted twice; stale entries are skipped at the front and compacted away
 /// once they outnumber the live ones, which keeps every save amortized O(1)
@@ -59,6 +70,10 @@ struct Inner {
     queue: VecDeque<Queued>,
     /// Entries whose `terminal_gen` is set, i.e. tasks counted against the limit.
     terminal: usize,
+    /// The `bytes` of every entry.
+    bytes: usize,
+    /// The `bytes` of the terminal entries: what eviction can free.
+    terminal_bytes: usize,
     /// Source of queue generations.
     next_gen: u64,
     /// Tasks evicted since the last drain, whose push configs go with them.
@@ -69,8 +84,18 @@ struct Inner {
 struct Entry {
     owner: String,
     task: v1::Task,
+    /// What the task counts against [`MemoryLimits::max_bytes`].
+    bytes: usize,
     /// The generation of this task's live queue entry, if it is terminal.
     terminal_gen: Option<u64>,
+}
+
+/// The bytes a task counts against [`MemoryLimits::max_bytes`]: its
+/// encoding, a fair proxy for its heap size, plus the key and owner.
+fn entry_bytes(owner: &str, task: &v1::Task) -> usize {
+    task.encoded_len()
+        .saturating_add(task.id.len())
+        .saturating_add(owner.len())
 }
 
 #[derive(Debug)]
@@ -108,6 +133,19 @@ impl MemoryStore {
         let tasks = inner.agents.values().map(HashMap::len).sum();
         (tasks, inner.queue.len())
     }
+
+    /// (accounted bytes, the same summed afresh over every entry).
+    #[cfg(test)]
+    fn bytes(&self) -> (usize, usize) {
+        let inner = self.lock();
+        let fresh = inner
+            .agents
+            .values()
+            .flat_map(HashMap::values)
+            .map(|e| entry_bytes(&e.owner, &e.task))
+            .sum();
+        (inner.bytes, fresh)
+    }
 }
 
 fn is_terminal(task: &v1::Task) -> bool {
@@ -121,6 +159,17 @@ fn state_of(task: &v1::Task) -> Option<v1::TaskState> {
 }
 
 impl Inner {
+    /// Moves an entry's bytes from `old` to `new` (each: bytes, whether terminal).
+    fn account(&mut self, old: (usize, bool), new: (usize, bool)) {
+        self.bytes = self.bytes.saturating_sub(old.0).saturating_add(new.0);
+        if old.1 {
+            self.terminal_bytes = self.terminal_bytes.saturating_sub(old.0);
+        }
+        if new.1 {
+            self.terminal_bytes = self.terminal_bytes.saturating_add(new.0);
+        }
+    }
+
     /// Records whether the entry at (agent, id) is now terminal, queueing it
     /// if so. A re-queued task gets a new generation, staling its old entry.
     fn track(&mut self, agent: &str, id: &str, terminal: bool, now: Instant) {
@@ -165,8 +214,9 @@ impl Inner {
                 continue;
             }
             let too_many = self.terminal > limits.max_terminal_tasks;
+            let too_big = self.bytes > limits.max_bytes;
             let too_old = now.saturating_duration_since(front.at) > limits.max_terminal_age;
-            if !(too_many || too_old) {
+            if !(too_many || too_big || too_old) {
                 break;
             }
             if let Some(q) = self.queue.pop_front() {
@@ -185,11 +235,15 @@ impl Inner {
 
     /// Drops an evicted task; its queue entry's names go on to `evicted`.
     fn remove(&mut self, agent: String, id: String) {
+        let mut gone = None;
         if let Some(tasks) = self.agents.get_mut(&agent) {
-            tasks.remove(&id);
+            gone = tasks.remove(&id);
             if tasks.is_empty() {
                 self.agents.remove(&agent);
             }
+        }
+        if let Some(e) = gone {
+            self.account((e.bytes, e.terminal_gen.is_some()), (0, false));
         }
         self.evicted.push((agent, id));
     }
@@ -266,24 +320,50 @@ impl TaskStore for MemoryStore {
 
     async fn save(&self, scope: &Scope, task: &v1::Task) -> Result<(), StoreError> {
         let now = Instant::now();
+        let bytes = entry_bytes(&scope.owner, task);
+        let terminal = is_terminal(task);
         let mut inner = self.lock();
-        let tasks = inner.agents.entry(scope.agent.clone()).or_default();
-        match tasks.get_mut(&task.id) {
+        let old = match inner.agents.get(&scope.agent).and_then(|m| m.get(&task.id)) {
             // Another caller's task: never clobber it (same as SqliteStore).
             Some(e) if e.owner != scope.owner => return Ok(()),
-            Some(e) => e.task.clone_from(task),
+            Some(e) => (e.bytes, e.terminal_gen.is_some()),
+            None => (0, false),
+        };
+        // A live task is never evicted, so the room it grows into can only
+        // come from terminal tasks; with none left to evict, refuse.
+        if !terminal && bytes > old.0 {
+            let evictable = inner
+                .terminal_bytes
+                .saturating_sub(if old.1 { old.0 } else { 0 });
+            let after = inner.bytes.saturating_sub(old.0).saturating_add(bytes);
+            if after.saturating_sub(evictable) > self.limits.max_bytes {
+                return Err(StoreError::Full(format!(
+                    "live task {} ({bytes} bytes) does not fit beside the other live tasks \
+                     in the {}-byte limit",
+                    task.id, self.limits.max_bytes
+                )));
+            }
+        }
+        let tasks = inner.agents.entry(scope.agent.clone()).or_default();
+        match tasks.get_mut(&task.id) {
+            Some(e) => {
+                e.task.clone_from(task);
+                e.bytes = bytes;
+            }
             None => {
                 tasks.insert(
                     task.id.clone(),
                     Entry {
                         owner: scope.owner.clone(),
                         task: task.clone(),
+                        bytes,
                         terminal_gen: None,
                     },
                 );
             }
         }
-        inner.track(&scope.agent, &task.id, is_terminal(task), now);
+        inner.account(old, (bytes, terminal));
+        inner.track(&scope.agent, &task.id, terminal, now);
         inner.evict(&self.limits, now);
         let evicted = std::mem::take(&mut inner.evicted);
         drop(inner);
@@ -313,6 +393,7 @@ impl TaskStore for MemoryStore {
         let now = Instant::now();
         let mut inner = self.lock();
         let mut failed = Vec::new();
+        let mut resized = Vec::new();
         for (agent, tasks) in &mut inner.agents {
             for (id, entry) in tasks.iter_mut() {
                 if entry
@@ -322,9 +403,15 @@ impl TaskStore for MemoryStore {
                     .is_some_and(|s| was_running(s.state))
                 {
                     entry.task.status = Some(interrupted_status(&entry.task, reason));
+                    let bytes = entry_bytes(&entry.owner, &entry.task);
+                    resized.push(((entry.bytes, entry.terminal_gen.is_some()), bytes));
+                    entry.bytes = bytes;
                     failed.push((agent.clone(), id.clone()));
                 }
             }
+        }
+        for (old, bytes) in resized {
+            inner.account(old, (bytes, true));
         }
         // FAILED is terminal: these tasks now age out like any other.
         for (agent, id) in &failed {
@@ -415,6 +502,7 @@ mod tests {
         let store = MemoryStore::new(MemoryLimits {
             max_terminal_tasks: 100,
             max_terminal_age: Duration::from_millis(20),
+            ..Default::default()
         });
         let s = scope();
         store
@@ -478,6 +566,94 @@ mod tests {
         let (tasks, queue) = store.sizes();
         assert_eq!(tasks, 4);
         assert!(queue <= 2 * 4 + QUEUE_SLACK, "queue grew to {queue}");
+    }
+
+    /// A task in `state` carrying `size` bytes of message text.
+    fn big(id: &str, state: v1::TaskState, size: usize) -> v1::Task {
+        let mut t = task(id, "c", state, 1);
+        t.history = vec![v1::Message::new(
+            format!("{id}-m"),
+            v1::Role::User,
+            vec![v1::Part::text("x".repeat(size))],
+        )];
+        t
+    }
+
+    #[tokio::test]
+    async fn terminal_tasks_are_evicted_by_bytes() {
+        const LIMIT: usize = 1 << 20;
+        let store = MemoryStore::new(MemoryLimits {
+            max_bytes: LIMIT,
+            ..Default::default()
+        });
+        let s = scope();
+        // 60 finished tasks of 100 KiB: ~6 MiB sent, under the count limit.
+        for i in 0..60 {
+            let t = big(&format!("t-{i}"), v1::TaskState::Completed, 100 << 10);
+            store.save(&s, &t).await.unwrap();
+            let (accounted, fresh) = store.bytes();
+            assert_eq!(accounted, fresh);
+            assert!(accounted <= LIMIT, "{accounted} bytes kept after t-{i}");
+        }
+        // The oldest went first; the newest are kept.
+        assert!(store.load(&s, "t-0").await.unwrap().is_none());
+        assert!(store.load(&s, "t-59").await.unwrap().is_some());
+        assert!(store.sizes().0 >= 8, "kept {} tasks", store.sizes().0);
+    }
+
+    #[tokio::test]
+    async fn live_tasks_past_the_byte_limit_are_refused_not_evicted() {
+        const LIMIT: usize = 1 << 20;
+        let store = MemoryStore::new(MemoryLimits {
+            max_bytes: LIMIT,
+            ..Default::default()
+        });
+        let s = scope();
+        for i in 0..3 {
+            let t = big(&format!("live-{i}"), v1::TaskState::Working, 300 << 10);
+            store.save(&s, &t).await.unwrap();
+        }
+        let fourth = big("live-3", v1::TaskState::Working, 300 << 10);
+        assert!(matches!(
+            store.save(&s, &fourth).await,
+            Err(StoreError::Full(_))
+        ));
+        // Growing a live task past the limit is refused the same way, and
+        // leaves the stored task as it was.
+        let grown = big("live-0", v1::TaskState::InputRequired, 700 << 10);
+        assert!(matches!(
+            store.save(&s, &grown).await,
+            Err(StoreError::Full(_))
+        ));
+        let kept = store.load(&s, "live-0").await.unwrap().unwrap();
+        assert_eq!(kept.status.unwrap().state, v1::TaskState::Working as i32);
+        for i in 0..3 {
+            assert!(
+                store
+                    .load(&s, &format!("live-{i}"))
+                    .await
+                    .unwrap()
+                    .is_some()
+            );
+        }
+        assert!(store.load(&s, "live-3").await.unwrap().is_none());
+
+        // Once one finishes, its bytes can be evicted to make room.
+        let done = big("live-1", v1::TaskState::Completed, 300 << 10);
+        store.save(&s, &done).await.unwrap();
+        store.save(&s, &fourth).await.unwrap();
+        assert!(store.load(&s, "live-1").await.unwrap().is_none());
+        assert!(store.load(&s, "live-3").await.unwrap().is_some());
+        let (accounted, fresh) = store.bytes();
+        assert_eq!(accounted, fresh);
+        assert!(accounted <= LIMIT);
+
+        // fail_interrupted grows each task by its status message; the
+        // accounting follows.
+        store.fail_interrupted("restart").await.unwrap();
+        let (accounted, fresh) = store.bytes();
+        assert_eq!(accounted, fresh);
+        assert!(accounted <= LIMIT);
     }
 
     #[tokio::test]

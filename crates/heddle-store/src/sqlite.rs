@@ -1,17 +1,22 @@
 //! The embedded SQLite store.
 //!
-//! * One write connection, owned by the committer. Saves join a queue; the
-//!   first one into an empty queue starts a commit task, which lets the
-//!   runtime run once (so every save made meanwhile joins the batch), drains
-//!   the queue and commits it in one transaction (group commit), then answers
-//!   each caller. So `save` returns only once its row is committed, and N
-//!   concurrent saves cost one commit instead of N.
-//! * With `synchronous=NORMAL` a WAL commit is a write to the page cache, so
-//!   the commit task runs it in place: no thread hand-off, no context switch
-//!   per batch (on a one-core server those switches cost more than the
-//!   commit). With `synchronous=FULL` the commit waits for the disk, so it
-//!   runs on the blocking pool. WAL checkpoints (which do wait for the disk)
-//!   never run on a commit: a checkpoint thread of its own does them.
+//! * No SQLite call runs on an async worker thread: every one can wait on the
+//!   database file's locks (another process writing the same file, a
+//!   checkpoint), up to [`BUSY_TIMEOUT`], and a worker stalled that long
+//!   stalls every request it serves.
+//! * One write connection, owned by the writer thread. Saves join a queue;
+//!   the first one into an empty queue starts a gather task on the runtime,
+//!   which lets the runtime run a few turns (so the saves of the requests it
+//!   is serving join the batch), then hands the queue to the writer thread.
+//!   The thread commits what is queued in one transaction (group commit),
+//!   answers each caller, and keeps committing while more arrives. So `save`
+//!   returns only once its row is committed, and N concurrent saves cost one
+//!   commit and one thread wake-up instead of N.
+//! * WAL checkpoints run on a thread and connection of their own, after
+//!   commits but at most one per [`CHECKPOINT_INTERVAL`]. A WAL file past
+//!   [`WAL_LIMIT`] is checkpointed with `TRUNCATE`, and the writer has
+//!   `journal_size_limit` set to the same size, so the WAL stays bounded
+//!   instead of keeping its high-water size.
 //! * Reads run on a small pool of read-only connections via
 //!   `spawn_blocking`; WAL mode lets them proceed while the writer commits.
 //! * Each task is one row: protobuf bytes plus the columns ListTasks filters
@@ -20,7 +25,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -66,12 +72,26 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// does not hold the write lock (and every caller's reply) for long.
 const MAX_BATCH: usize = 1024;
 
-/// Most turns of the runtime a commit task waits for a batch to grow.
+/// Most turns of the runtime a gather task waits for a batch to grow.
 const MAX_YIELDS: usize = 4;
 
-/// Commits between WAL checkpoints (each commit appends a few pages to the
-/// WAL; SQLite's own default is a checkpoint per 1000 pages).
-const CHECKPOINT_EVERY: u32 = 256;
+/// The size past which the WAL file is truncated: the writer's
+/// `journal_size_limit`, and the size at which a checkpoint is a `TRUNCATE`
+/// one. (SQLite's own automatic checkpoint comes at 1000 pages, ~4 MB.)
+const WAL_LIMIT: u64 = 4 << 20;
+
+/// Least time between two checkpoints: a checkpoint syncs the database
+/// file, so under a steady trickle of saves it should not follow each one.
+const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(500);
+
+/// How long a `TRUNCATE` checkpoint waits for readers to move off the WAL.
+/// It holds the write lock meanwhile, so this is also the longest it stalls
+/// the writer; readers are never blocked by it.
+const CHECKPOINT_BUSY_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// Longest pause between retries of a `TRUNCATE` checkpoint that found the
+/// WAL in use (e.g. another process keeps a read transaction open).
+const MAX_CHECKPOINT_RETRY: Duration = Duration::from_secs(30);
 
 /// Keeps the original owner and refuses to touch another owner's row: an
 /// upsert from a different owner matches the conflict but not the `WHERE`,
@@ -114,11 +134,15 @@ impl SqliteOptions {
 
 /// A [`TaskStore`] in an SQLite file. See the module docs for the design.
 ///
-/// Dropping the store commits everything already queued (briefly blocking
-/// the dropping thread).
+/// Dropping the store lets the writer thread commit everything already
+/// queued, then close. Outside an async runtime the drop waits for that;
+/// inside one it does not (the commits may wait on the file lock), and the
+/// thread finishes on its own.
 pub struct SqliteStore {
     path: PathBuf,
     committer: Arc<Committer>,
+    /// The writer thread; taken when the drop waits for it.
+    thread: Option<JoinHandle<()>>,
     readers: Arc<Readers>,
     #[cfg(test)]
     stats: Arc<Stats>,
@@ -184,7 +208,11 @@ pub(crate) fn db(e: rusqlite::Error) -> StoreError {
 
 impl SqliteStore {
     /// Opens (creating if needed) the database at `opts.path`, migrates its
-    /// schema and starts the checkpoint thread.
+    /// schema and starts the writer and checkpoint threads.
+    ///
+    /// This blocks: the migration waits (up to a few seconds) for another
+    /// process's write lock on the file. From async code, call it from
+    /// `spawn_blocking` or before the server starts serving.
     pub fn open(opts: SqliteOptions) -> Result<Self, StoreError> {
         let mut conn = Connection::open_with_flags(&opts.path, OpenFlags::default()).map_err(db)?;
         configure_writer(&conn, opts.synchronous_full)?;
@@ -203,20 +231,27 @@ impl SqliteStore {
         #[cfg(test)]
         let stats = Arc::new(Stats::default());
         let checkpoints = Checkpointer::start(&opts.path)?;
-        let writer = Writer {
+        let mut writer = Writer {
             conn,
             checkpoints,
-            batches: 0,
             #[cfg(test)]
             stats: Arc::clone(&stats),
         };
+        let committer = Arc::new(Committer {
+            queue: Mutex::new(Queue::default()),
+            ready: Condvar::new(),
+        });
+        let thread = {
+            let committer = Arc::clone(&committer);
+            std::thread::Builder::new()
+                .name("heddle-store-writer".into())
+                .spawn(move || committer.run(&mut writer))
+                .map_err(|e| StoreError::Database(format!("cannot start writer thread: {e}")))?
+        };
         Ok(Self {
             path: opts.path,
-            committer: Arc::new(Committer {
-                queue: Mutex::new(Queue::default()),
-                writer: Mutex::new(writer),
-                blocking: opts.synchronous_full,
-            }),
+            committer,
+            thread: Some(thread),
             readers,
             #[cfg(test)]
             stats,
@@ -264,28 +299,38 @@ impl SqliteStore {
 
 impl Drop for SqliteStore {
     fn drop(&mut self) {
-        // Close idle readers first so the writer's connection is the last one
-        // and SQLite checkpoints the WAL back into the database when it closes.
+        // Close idle readers first so the writer's connection is among the
+        // last ones, and SQLite checkpoints the WAL when the last one closes.
         self.readers.lock().clear();
         self.committer.close();
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return;
+        }
+        let joined = self.thread.take().map(JoinHandle::join);
+        if matches!(joined, Some(Err(_))) {
+            tracing::error!("task store: the writer thread panicked");
+        }
     }
 }
 
 // ---- committer -----------------------------------------------------------
 
-/// The write queue and the one write connection.
+/// The write queue, shared by the callers, the gather task and the writer
+/// thread.
 struct Committer {
     queue: Mutex<Queue>,
-    writer: Mutex<Writer>,
-    /// Commit on the blocking pool (`synchronous=FULL`: a commit waits for the disk).
-    blocking: bool,
+    /// Signalled when the queue is handed to the writer thread, or closed.
+    ready: Condvar,
 }
 
 #[derive(Default)]
 struct Queue {
     ops: Vec<WriteOp>,
-    /// A commit task is draining the queue; new operations just join it.
-    draining: bool,
+    /// A gather task or the writer thread owns the queue; new operations
+    /// just join it.
+    busy: bool,
+    /// The writer thread may drain the queue (the gather task is done).
+    ready: bool,
     closed: bool,
 }
 
@@ -296,13 +341,7 @@ impl Committer {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn writer(&self) -> MutexGuard<'_, Writer> {
-        self.writer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Adds `op` to the queue, starting a commit task if none is draining it.
+    /// Adds `op` to the queue, starting a gather task if nothing owns it.
     fn enqueue(self: &Arc<Self>, op: WriteOp) -> Result<(), StoreError> {
         {
             let mut q = self.queue();
@@ -310,134 +349,110 @@ impl Committer {
                 return Err(StoreError::Closed);
             }
             q.ops.push(op);
-            if std::mem::replace(&mut q.draining, true) {
+            if std::mem::replace(&mut q.busy, true) {
                 return Ok(());
             }
         }
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
-                runtime.spawn(Arc::clone(self).drain());
+                runtime.spawn(Arc::clone(self).gather());
             }
-            // No runtime to defer to (a synchronous caller): commit now.
-            Err(_) => drop(Drain::new(Arc::clone(self))),
+            // No runtime to gather on (a synchronous caller): commit now.
+            Err(_) => self.hand_over(),
         }
         Ok(())
     }
 
-    /// The commit task: yields once so concurrent saves join the batch, then
-    /// commits batches until the queue is empty.
-    async fn drain(self: Arc<Self>) {
-        let mut guard = Drain::new(self);
-        #[cfg(test)]
-        guard.committer.hold_if_asked();
-        // Yield again only while yielding keeps bringing work: under load each
-        // turn of the runtime adds the saves of the requests it just served.
+    /// The gather task: lets the runtime turn while that brings more work
+    /// (under load each turn adds the saves of the requests it just served),
+    /// then hands the queue to the writer thread. Never touches SQLite.
+    async fn gather(self: Arc<Self>) {
+        // Dropped unfinished (its runtime shut down), it still hands over.
+        let handover = HandOver(self);
         let mut queued = 0;
         for _ in 0..MAX_YIELDS {
             tokio::task::yield_now().await;
-            let now = guard.committer.queue().ops.len();
+            let now = handover.0.queue().ops.len();
             if now <= queued {
                 break;
             }
             queued = now;
         }
-        loop {
-            let Some(batch) = guard.committer.take_batch() else {
-                guard.finished = true;
-                return;
-            };
-            if guard.committer.blocking {
-                let me = Arc::clone(&guard.committer);
-                if let Err(e) =
-                    tokio::task::spawn_blocking(move || me.writer().commit_batch(batch)).await
-                {
-                    tracing::error!(error = %e, "task store: a commit task failed");
-                }
-            } else {
-                guard.committer.writer().commit_batch(batch);
-            }
-        }
+        drop(handover);
     }
 
-    /// Parks before draining when a test queued a `Hold` first, so
-    /// everything queued meanwhile forms one batch.
-    #[cfg(test)]
-    fn hold_if_asked(&self) {
-        let hold = {
-            let mut q = self.queue();
-            match q.ops.first() {
-                Some(WriteOp::Hold(_)) => Some(q.ops.remove(0)),
-                _ => None,
-            }
-        };
-        if let Some(WriteOp::Hold(release)) = hold {
-            let _ = release.recv();
-        }
+    /// Lets the writer thread drain the queue.
+    fn hand_over(&self) {
+        self.queue().ready = true;
+        self.ready.notify_one();
     }
 
-    /// The next batch, or `None` (and the queue marked idle) when it is empty.
-    fn take_batch(&self) -> Option<Vec<WriteOp>> {
-        let mut q = self.queue();
-        if q.ops.is_empty() {
-            q.draining = false;
-            return None;
-        }
-        let n = q.ops.len().min(MAX_BATCH);
-        Some(if n == q.ops.len() {
-            std::mem::take(&mut q.ops)
-        } else {
-            q.ops.drain(..n).collect()
-        })
-    }
-
-    /// Refuses new writes and commits what is queued.
+    /// Refuses new writes; the writer thread commits what is queued, then
+    /// exits.
     fn close(&self) {
-        let pending = {
+        {
             let mut q = self.queue();
             q.closed = true;
-            if q.draining {
-                // The running commit task drains the rest.
+            q.ready = true;
+        }
+        self.ready.notify_one();
+    }
+
+    /// The writer thread: commits batches while the queue is handed over,
+    /// until it is closed and empty.
+    fn run(&self, writer: &mut Writer) {
+        let mut q = self.queue();
+        loop {
+            if q.ready {
+                #[cfg(test)]
+                if let Some(WriteOp::Hold(_)) = q.ops.first() {
+                    let hold = q.ops.remove(0);
+                    drop(q);
+                    if let WriteOp::Hold(release) = hold {
+                        let _ = release.recv();
+                    }
+                    q = self.queue();
+                    continue;
+                }
+                if !q.ops.is_empty() {
+                    let n = q.ops.len().min(MAX_BATCH);
+                    let batch: Vec<WriteOp> = if n == q.ops.len() {
+                        std::mem::take(&mut q.ops)
+                    } else {
+                        q.ops.drain(..n).collect()
+                    };
+                    drop(q);
+                    writer.commit_batch(batch);
+                    q = self.queue();
+                    continue;
+                }
+                // Drained: the next operation starts a new gather.
+                q.busy = false;
+                q.ready = q.closed;
+            }
+            if q.closed && q.ops.is_empty() {
                 return;
             }
-            std::mem::take(&mut q.ops)
-        };
-        if !pending.is_empty() {
-            self.writer().commit_batch(pending);
+            q = self
+                .ready
+                .wait(q)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
     }
 }
 
-/// Owns the queue's draining flag: dropped before it finished (its runtime
-/// shut down mid-drain, or a synchronous caller), it commits the rest in
-/// place so no queued write is stranded.
-struct Drain {
-    committer: Arc<Committer>,
-    finished: bool,
-}
+/// Hands the queue to the writer thread when dropped.
+struct HandOver(Arc<Committer>);
 
-impl Drain {
-    fn new(committer: Arc<Committer>) -> Self {
-        Self {
-            committer,
-            finished: false,
-        }
-    }
-}
-
-impl Drop for Drain {
+impl Drop for HandOver {
     fn drop(&mut self) {
-        if self.finished {
-            return;
-        }
-        while let Some(batch) = self.committer.take_batch() {
-            self.committer.writer().commit_batch(batch);
-        }
+        self.0.hand_over();
     }
 }
 
-/// Runs WAL checkpoints off the commit path: the writer connection has
-/// automatic checkpoints off and asks this thread for one every
-/// [`CHECKPOINT_EVERY`] commits.
+/// Runs WAL checkpoints off the commit path, on a connection of its own. The
+/// writer asks for one after every commit; asks made while one runs or
+/// during the pause after it are merged into the next.
 struct Checkpointer {
     wake: mpsc::SyncSender<()>,
 }
@@ -445,18 +460,12 @@ struct Checkpointer {
 impl Checkpointer {
     fn start(path: &Path) -> Result<Self, StoreError> {
         let conn = Connection::open_with_flags(path, OpenFlags::default()).map_err(db)?;
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(db)?;
+        conn.busy_timeout(CHECKPOINT_BUSY_TIMEOUT).map_err(db)?;
+        let wal = wal_path(path);
         let (wake, rx) = mpsc::sync_channel::<()>(1);
         std::thread::Builder::new()
             .name("heddle-store-checkpoint".into())
-            .spawn(move || {
-                // Ends when the writer (the only sender) is dropped.
-                while rx.recv().is_ok() {
-                    if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE);") {
-                        tracing::warn!(error = %e, "task store: WAL checkpoint failed");
-                    }
-                }
-            })
+            .spawn(move || checkpoint_loop(&conn, &wal, &rx))
             .map_err(|e| StoreError::Database(format!("cannot start checkpoint thread: {e}")))?;
         Ok(Self { wake })
     }
@@ -464,6 +473,61 @@ impl Checkpointer {
     /// Asks for a checkpoint; one already asked for covers this one.
     fn request(&self) {
         let _ = self.wake.try_send(());
+    }
+}
+
+/// The `-wal` file beside the database at `path`.
+fn wal_path(path: &Path) -> PathBuf {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    PathBuf::from(wal)
+}
+
+/// The checkpoint thread's loop; ends when the writer (the only sender) is
+/// dropped.
+fn checkpoint_loop(conn: &Connection, wal: &Path, rx: &mpsc::Receiver<()>) {
+    while rx.recv().is_ok() {
+        let mut pause = CHECKPOINT_INTERVAL;
+        loop {
+            let bounded = checkpoint(conn, wal);
+            std::thread::sleep(pause);
+            match rx.try_recv() {
+                // More commits since: checkpoint them too.
+                Ok(()) => {}
+                Err(mpsc::TryRecvError::Empty) if bounded => break,
+                // Still too big (the WAL was in use): try again, less often
+                // each time, so a long reader is not met with a stalled
+                // writer every half second.
+                Err(mpsc::TryRecvError::Empty) => {}
+                Err(mpsc::TryRecvError::Disconnected) => return,
+            }
+            pause = if bounded {
+                CHECKPOINT_INTERVAL
+            } else {
+                pause.saturating_mul(2).min(MAX_CHECKPOINT_RETRY)
+            };
+        }
+    }
+}
+
+/// One checkpoint: `TRUNCATE` when the WAL file is past [`WAL_LIMIT`],
+/// `PASSIVE` (which never waits) otherwise. Whether the WAL is now within
+/// the limit.
+fn checkpoint(conn: &Connection, wal: &Path) -> bool {
+    let size = std::fs::metadata(wal).map_or(0, |m| m.len());
+    let truncate = size > WAL_LIMIT;
+    let sql = if truncate {
+        "PRAGMA wal_checkpoint(TRUNCATE)"
+    } else {
+        "PRAGMA wal_checkpoint(PASSIVE)"
+    };
+    // The first column is 1 when the checkpoint could not finish (busy).
+    match conn.query_row(sql, [], |r| r.get::<_, i64>(0)) {
+        Ok(busy) => !truncate || busy == 0,
+        Err(e) => {
+            tracing::warn!(error = %e, "task store: WAL checkpoint failed");
+            !truncate
+        }
     }
 }
 
@@ -477,12 +541,14 @@ fn configure_writer(conn: &Connection, synchronous_full: bool) -> Result<(), Sto
             "cannot enable WAL (journal_mode is {mode}); SqliteStore needs a database file"
         )));
     }
-    // Checkpoints run on their own thread (see `Checkpointer`).
-    conn.execute_batch(if synchronous_full {
-        "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0;"
-    } else {
-        "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0;"
-    })
+    // Checkpoints run on their own thread (see `Checkpointer`). When the
+    // WAL restarts after a complete checkpoint, the writer truncates it to
+    // `journal_size_limit`.
+    let sync = if synchronous_full { "FULL" } else { "NORMAL" };
+    conn.execute_batch(&format!(
+        "PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0;
+         PRAGMA journal_size_limit = {WAL_LIMIT};"
+    ))
     .map_err(db)
 }
 
@@ -533,8 +599,6 @@ fn open_reader(path: &Path) -> Result<Connection, StoreError> {
 struct Writer {
     conn: Connection,
     checkpoints: Checkpointer,
-    /// Commits since the last checkpoint request.
-    batches: u32,
     #[cfg(test)]
     stats: Arc<Stats>,
 }
@@ -605,11 +669,7 @@ impl Writer {
         if let Err(e) = &commit {
             tracing::warn!(error = %e, count, "task store: commit failed");
         }
-        self.batches += 1;
-        if self.batches >= CHECKPOINT_EVERY {
-            self.batches = 0;
-            self.checkpoints.request();
-        }
+        self.checkpoints.request();
         #[cfg(test)]
         if commit.is_ok() {
             self.stats
@@ -1059,6 +1119,112 @@ mod tests {
             let s = Scope::new("agent", "bob");
             assert!(store.load(&s, &format!("u-{i}")).await.unwrap().is_some());
         }
+    }
+
+    /// A current-thread runtime (the `#[tokio::test]` default) must keep
+    /// serving while another process holds the file's write lock: the
+    /// commits wait for it on the writer thread, not on the runtime.
+    #[tokio::test]
+    async fn a_held_write_lock_does_not_stall_the_runtime() {
+        use crate::PushStore as _;
+        let (dir, store) = temp_store();
+        let path = dir.path().join("tasks.db");
+        const HOLD: Duration = Duration::from_secs(2);
+
+        let (locked, is_locked) = mpsc::channel();
+        let holder = std::thread::spawn(move || {
+            let mut conn = Connection::open(&path).unwrap();
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .unwrap();
+            locked.send(()).unwrap();
+            std::thread::sleep(HOLD);
+            tx.commit().unwrap();
+        });
+        is_locked.recv().unwrap();
+
+        let started = std::time::Instant::now();
+        let s = Scope::new("agent", "alice");
+        let t = task("t-1", "ctx", v1::TaskState::Working, 1);
+        let save = async {
+            store.save(&s, &t).await.unwrap();
+            started.elapsed()
+        };
+        let config = crate::PushConfigRecord {
+            config: v1::TaskPushNotificationConfig {
+                task_id: "t-1".into(),
+                id: "c-1".into(),
+                url: "https://example.com/hook".into(),
+                ..Default::default()
+            },
+            version: "1.0".into(),
+        };
+        let push = async {
+            store.put_push_config(&s, &config).await.unwrap();
+            started.elapsed()
+        };
+        // A 10 ms timer, run beside the writes for most of the lock's hold.
+        let ticks = async {
+            let mut worst = Duration::ZERO;
+            let mut last = std::time::Instant::now();
+            while started.elapsed() < HOLD - Duration::from_millis(500) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                worst = worst.max(last.elapsed());
+                last = std::time::Instant::now();
+            }
+            worst
+        };
+        let (saved_after, pushed_after, worst) = tokio::join!(save, push, ticks);
+        holder.join().unwrap();
+
+        assert!(
+            worst < Duration::from_millis(500),
+            "the timer stalled {worst:?}"
+        );
+        // The writes really did wait for the lock, then went through.
+        assert!(saved_after >= Duration::from_secs(1), "{saved_after:?}");
+        assert!(pushed_after >= Duration::from_secs(1), "{pushed_after:?}");
+        assert_eq!(store.load(&s, "t-1").await.unwrap(), Some(t));
+        assert!(
+            store
+                .get_push_config(&s, "t-1", "c-1")
+                .await
+                .unwrap()
+                .is_some()
+        );
+    }
+
+    /// Many large saves: once they stop and the checkpoint thread has run,
+    /// the WAL file is back within `WAL_LIMIT` rather than at its high-water
+    /// size.
+    #[tokio::test]
+    async fn the_wal_is_truncated_after_many_writes() {
+        let (dir, store) = temp_store();
+        let wal = wal_path(&dir.path().join("tasks.db"));
+        let s = Scope::new("agent", "alice");
+        let big = "x".repeat(64 << 10);
+        // ~20 MB of rows, committed one by one.
+        for i in 0..300 {
+            let mut t = task(&format!("t-{i}"), "ctx", v1::TaskState::Completed, i);
+            t.history = vec![v1::Message::new(
+                format!("m-{i}"),
+                v1::Role::Agent,
+                vec![v1::Part::text(big.as_str())],
+            )];
+            store.save(&s, &t).await.unwrap();
+        }
+        let size = || std::fs::metadata(&wal).map_or(0, |m| m.len());
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while size() > WAL_LIMIT && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(size() <= WAL_LIMIT, "the WAL is {} bytes", size());
+        // Nothing was lost on the way.
+        let q = ListQuery {
+            page_size: 1,
+            ..Default::default()
+        };
+        assert_eq!(store.list(&s, &q).await.unwrap().total_size, 300);
     }
 
     #[tokio::test]

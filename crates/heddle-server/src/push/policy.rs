@@ -7,6 +7,10 @@
 //! so a name that resolves to a private address is refused at dial time,
 //! whatever it resolved to when the config was created. Redirects are never
 //! followed.
+//!
+//! An IPv6 address that carries an IPv4 address the network delivers to
+//! (IPv4-mapped, IPv4-compatible, IPv4-translated, NAT64, 6to4) is judged by
+//! that IPv4 address as well; Teredo is refused outright.
 
 use std::{
     fmt,
@@ -106,8 +110,9 @@ const REFUSED: &[(Cidr, &str)] = &[
     (Cidr::v4(240, 0, 0, 0, 4), "reserved"),
     (Cidr::v6([0, 0, 0, 0, 0, 0, 0, 0], 128), "unspecified"),
     (Cidr::v6([0, 0, 0, 0, 0, 0, 0, 1], 128), "loopback"),
-    (Cidr::v6([0, 0, 0, 0, 0, 0xffff, 0, 0], 96), "IPv4-mapped"),
-    (Cidr::v6([0x64, 0xff9b, 0, 0, 0, 0, 0, 0], 96), "NAT64"),
+    // Teredo tunnels to an IPv4 client behind a NAT (the address carries it
+    // obfuscated, beside the Teredo server's): never a webhook host.
+    (Cidr::v6([0x2001, 0, 0, 0, 0, 0, 0, 0], 32), "Teredo"),
     (Cidr::v6([0xfc00, 0, 0, 0, 0, 0, 0, 0], 7), "unique-local"),
     (Cidr::v6([0xfe80, 0, 0, 0, 0, 0, 0, 0], 10), "link-local"),
     (
@@ -116,6 +121,88 @@ const REFUSED: &[(Cidr, &str)] = &[
     ),
     (Cidr::v6([0xff00, 0, 0, 0, 0, 0, 0, 0], 8), "multicast"),
 ];
+
+/// Where IPv6 addresses carry an IPv4 address: the network, its name and
+/// each place in the address the IPv4 address may sit, as (first bit,
+/// length) runs counted from the top bit. A place with several runs skips
+/// the bits between them.
+type Embedding = (Cidr, &'static str, &'static [&'static [(u32, u32)]]);
+
+const LAST_32: &[&[(u32, u32)]] = &[&[(96, 32)]];
+
+const EMBEDDINGS: &[Embedding] = &[
+    (
+        Cidr::v6([0, 0, 0, 0, 0, 0xffff, 0, 0], 96),
+        "IPv4-mapped",
+        LAST_32,
+    ),
+    // Deprecated (RFC 4291 §2.5.5.1), still routed to IPv4 by some stacks.
+    (
+        Cidr::v6([0, 0, 0, 0, 0, 0, 0, 0], 96),
+        "IPv4-compatible",
+        LAST_32,
+    ),
+    // SIIT (RFC 2765): ::ffff:0:a.b.c.d.
+    (
+        Cidr::v6([0, 0, 0, 0, 0xffff, 0, 0, 0], 96),
+        "IPv4-translated",
+        LAST_32,
+    ),
+    (
+        Cidr::v6([0x64, 0xff9b, 0, 0, 0, 0, 0, 0], 96),
+        "NAT64",
+        LAST_32,
+    ),
+    // Local-use NAT64 (RFC 8215): the translator's prefix length inside the
+    // /48 is local knowledge, so every RFC 6052 layout that fits is judged
+    // (/96, the usual one, first; then /64, /56 and /48, which skip bits
+    // 64..72).
+    (
+        Cidr::v6([0x64, 0xff9b, 1, 0, 0, 0, 0, 0], 48),
+        "local-use NAT64",
+        &[
+            &[(96, 32)],
+            &[(72, 32)],
+            &[(56, 8), (72, 24)],
+            &[(48, 16), (72, 16)],
+        ],
+    ),
+    // 6to4 (RFC 3056): 2002:a.b.c.d::/48.
+    (
+        Cidr::v6([0x2002, 0, 0, 0, 0, 0, 0, 0], 16),
+        "6to4",
+        &[&[(16, 32)]],
+    ),
+];
+
+/// The IPv4 address made of `runs` of `ip`'s bits (see [`Embedding`]).
+fn ipv4_at(ip: Ipv6Addr, runs: &[(u32, u32)]) -> Ipv4Addr {
+    // The runs are constants: each lies inside the address (from + len <=
+    // 128, len <= 32) and together they make 32 bits, so nothing here
+    // overflows; the accumulator is wide enough for a 32-bit shift.
+    let bits = u128::from(ip);
+    let mut v4: u64 = 0;
+    for &(from, len) in runs {
+        let run = (bits >> (128 - from - len)) & ((1u128 << len) - 1);
+        v4 = (v4 << len) | run as u64;
+    }
+    Ipv4Addr::from(v4 as u32)
+}
+
+/// The IPv4 addresses `ip` carries, each with the form that carries it.
+fn embedded_ipv4(ip: Ipv6Addr) -> impl Iterator<Item = (Ipv4Addr, &'static str)> {
+    EMBEDDINGS
+        .iter()
+        .filter(move |(net, _, _)| net.contains(IpAddr::V6(ip)))
+        .flat_map(move |(_, form, places)| {
+            places.iter().map(move |runs| (ipv4_at(ip, runs), *form))
+        })
+}
+
+/// The refused range `ip` is in, if any (the allow list aside).
+fn refused_range(ip: IpAddr) -> Option<&'static (Cidr, &'static str)> {
+    REFUSED.iter().find(|(net, _)| net.contains(ip))
+}
 
 /// An address or URL the policy refuses, with the reason.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -134,20 +221,29 @@ pub struct PushPolicy {
 impl PushPolicy {
     /// Why `ip` may not be dialed, if it may not.
     pub fn check_ip(&self, ip: IpAddr) -> Result<(), Refused> {
-        if self.allow.iter().any(|c| c.contains(ip)) {
+        let allowed = |ip: IpAddr| self.allow.iter().any(|c| c.contains(ip));
+        if allowed(ip) {
             return Ok(());
         }
-        // An IPv4-mapped v6 address is judged as its v4 address first (so the
-        // reason names the real range), then as a mapped address.
-        let mapped = match ip {
-            IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4),
-            IpAddr::V4(_) => None,
-        };
-        for candidate in mapped.into_iter().chain(std::iter::once(ip)) {
-            if let Some((net, why)) = REFUSED.iter().find(|(net, _)| net.contains(candidate)) {
-                return Err(Refused(format!(
-                    "push target address {ip} is refused: {why} range {net} (allow it with --push-allow)"
-                )));
+        if let Some((net, why)) = refused_range(ip) {
+            return Err(Refused(format!(
+                "push target address {ip} is refused: {why} range {net} (allow it with --push-allow)"
+            )));
+        }
+        // An IPv6 address that reaches an IPv4 one is judged by it too, the
+        // allow list included.
+        if let IpAddr::V6(v6) = ip {
+            for (v4, form) in embedded_ipv4(v6) {
+                let v4 = IpAddr::V4(v4);
+                if allowed(v4) {
+                    continue;
+                }
+                if let Some((net, why)) = refused_range(v4) {
+                    return Err(Refused(format!(
+                        "push target address {ip} is refused: it is {form} for {v4}, \
+                         in the {why} range {net} (allow it with --push-allow)"
+                    )));
+                }
             }
         }
         Ok(())
@@ -262,6 +358,92 @@ mod tests {
         for ip in ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "172.32.0.1"] {
             assert!(!refused(&p, ip), "{ip} should be allowed");
         }
+    }
+
+    /// (address, what the refusal should name: the range of its embedded
+    /// address, or the form when several readings are refused).
+    const EMBEDDED_INTERNAL: &[(&str, &str)] = &[
+        // IPv4-compatible ::/96.
+        ("::127.0.0.1", "loopback"),
+        ("::10.0.0.1", "private"),
+        // IPv4-mapped ::ffff:0:0/96, both spellings.
+        ("::ffff:127.0.0.1", "loopback"),
+        ("::ffff:7f00:1", "loopback"),
+        ("::ffff:169.254.169.254", "link-local"),
+        // IPv4-translated ::ffff:0:0:0/96.
+        ("::ffff:0:7f00:1", "loopback"),
+        ("::ffff:0:192.168.0.1", "private"),
+        // NAT64, well-known prefix.
+        ("64:ff9b::127.0.0.1", "loopback"),
+        ("64:ff9b::a9fe:a9fe", "link-local"),
+        // Local-use NAT64, as a /96 translator and as a /48 one (bits 64..72
+        // skipped: 10.0.0.1 is 0a00 in bits 48..64, 0001 in bits 72..88).
+        ("64:ff9b:1::10.0.0.1", "private"),
+        ("64:ff9b:1:a00:0:100::", "local-use NAT64"),
+        // 6to4: the IPv4 address is bits 16..48.
+        ("2002:7f00:1::1", "loopback"),
+        ("2002:c0a8:101::", "private"),
+    ];
+
+    #[test]
+    fn ipv6_forms_carrying_an_internal_ipv4_address_are_refused() {
+        let p = PushPolicy::default();
+        for (ip, why) in EMBEDDED_INTERNAL {
+            let err = p.check_ip(ip.parse().unwrap()).unwrap_err().0;
+            assert!(err.contains(why), "{ip}: {err}");
+            // And as a URL host, where the forms are usually written.
+            let err = p.check_url(&format!("https://[{ip}]/hook")).unwrap_err().0;
+            assert!(err.contains(why), "[{ip}]: {err}");
+        }
+        // With the other local-use NAT64 readings allowed, the /48 one is
+        // still judged: 10.0.0.1.
+        let p = PushPolicy {
+            allow: vec!["0.0.0.0/8".parse().unwrap()],
+            allow_http: false,
+        };
+        let err = p
+            .check_ip("64:ff9b:1:a00:0:100::".parse().unwrap())
+            .unwrap_err()
+            .0;
+        assert!(err.contains("10.0.0.1") && err.contains("private"), "{err}");
+    }
+
+    #[test]
+    fn ipv6_forms_carrying_a_public_ipv4_address_are_judged_public() {
+        let p = PushPolicy::default();
+        for ip in [
+            "::8.8.8.8",
+            "::ffff:8.8.8.8",
+            "::ffff:0:8.8.8.8",
+            "64:ff9b::8.8.8.8",
+            "2002:808:808::1",
+            // Local-use NAT64 is public only if every layout it may use
+            // names a public address: 8.8.8.8 at /48, /56, /64 and /96.
+            "64:ff9b:1:808:8:808:808:808",
+        ] {
+            assert!(!refused(&p, ip), "{ip} should be allowed");
+        }
+        // A local-use NAT64 address that is public read one way but "this
+        // network" (0.0.0.0/8) read as a /48 translator is refused.
+        assert!(refused(&p, "64:ff9b:1::8.8.8.8"));
+    }
+
+    #[test]
+    fn teredo_is_refused_and_the_allow_list_reaches_embedded_addresses() {
+        let p = PushPolicy::default();
+        // Teredo: server 65.54.227.120, client 192.0.2.45 (obfuscated).
+        let err = p
+            .check_ip("2001:0:4136:e378:8000:63bf:3fff:fdd2".parse().unwrap())
+            .unwrap_err()
+            .0;
+        assert!(err.contains("Teredo"), "{err}");
+        let open = PushPolicy {
+            allow: vec!["127.0.0.1/32".parse().unwrap()],
+            allow_http: false,
+        };
+        assert!(!refused(&open, "::ffff:127.0.0.1"));
+        assert!(!refused(&open, "64:ff9b::127.0.0.1"));
+        assert!(refused(&open, "64:ff9b::127.0.0.2"));
     }
 
     #[test]
