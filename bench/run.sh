@@ -242,7 +242,8 @@ held() {
 if [ "$IDLE_STREAMS" -gt 0 ]; then
   # writer-stream with a ten-minute pause: each stream gets its task and WORKING, then waits.
   start held 19197 $R/heddle serve --store memory --listen 127.0.0.1:19197 --grpc-listen 127.0.0.1:0 \
-    --max-streams $((IDLE_STREAMS + 100)) --writer-stream-pause-ms 600000
+    --max-streams $((IDLE_STREAMS + 100)) --max-streams-per-caller $((IDLE_STREAMS + 100)) \
+    --max-connections-per-ip $((IDLE_STREAMS + 100)) --writer-stream-pause-ms 600000
   streams=$(held held hold://127.0.0.1:19197/api/v1/agents/writer-stream/a2a)
   stop held
   # The same streams held by the floor (POST /hold: the first two events, then silence), for

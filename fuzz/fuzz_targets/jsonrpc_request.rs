@@ -47,7 +47,7 @@ fn one(item: Incoming<'_>) {
 }
 
 fuzz_target!(|data: &[u8]| {
-    match parse_body(data) {
+    match parse_body(data, 64) {
         Ok(Body::Single(item)) => one(item),
         Ok(Body::Batch(items)) => items.into_iter().for_each(one),
         Err(_) => {}

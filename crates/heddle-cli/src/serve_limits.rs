@@ -22,6 +22,12 @@ pub struct LimitArgs {
     /// Most streams (SSE and gRPC) open at once, across every agent.
     #[arg(long, default_value_t = 10_000)]
     pub max_streams: usize,
+    /// Most streams one caller holds open at once (anonymous callers share one count).
+    #[arg(long, default_value_t = 2_500)]
+    pub max_streams_per_caller: usize,
+    /// Most requests in one JSON-RPC batch.
+    #[arg(long, default_value_t = Limits::default().max_batch)]
+    pub max_batch: usize,
     /// Connections open at once; at the cap new ones wait to be accepted.
     #[arg(long, default_value_t = ConnLimits::default().max_connections)]
     pub max_connections: usize,
@@ -73,6 +79,8 @@ impl LimitArgs {
             max_body_bytes: self.max_body_bytes,
             max_parts: self.max_parts,
             max_streams: self.max_streams,
+            max_streams_per_caller: self.max_streams_per_caller,
+            max_batch: self.max_batch,
             ..Limits::default()
         }
     }

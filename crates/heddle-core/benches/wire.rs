@@ -17,7 +17,7 @@ const SEND: &str = r#"{"jsonrpc":"2.0","id":"req-7f3a","method":"SendMessage","p
 
 /// The server's path: envelope and typed, validated params in one pass.
 fn typed_parse(bytes: &[u8]) -> v1::SendMessageRequest {
-    match parse_calls(bytes) {
+    match parse_calls(bytes, usize::MAX) {
         Ok(Calls::Single(Ok(Decoded {
             call: Call::SendMessage(r),
             ..

@@ -117,8 +117,9 @@ pub enum Calls {
 /// Decodes a JSON-RPC POST body into calls. `Err` only for a body that is not
 /// JSON at all (ParseError, answered with id null). The calls are not yet
 /// checked against the REQUIRED rules: the handler does that with
-/// [`Call::validate`], after its capability checks.
-pub fn parse_calls(bytes: &[u8]) -> Result<Calls, A2aError> {
+/// [`Call::validate`], after its capability checks. A batch of more than
+/// `max_batch` requests is refused whole, as InvalidRequest.
+pub fn parse_calls(bytes: &[u8], max_batch: usize) -> Result<Calls, A2aError> {
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     if first != Some(&b'[')
         && let Ok(text) = std::str::from_utf8(bytes)
@@ -126,7 +127,7 @@ pub fn parse_calls(bytes: &[u8]) -> Result<Calls, A2aError> {
     {
         return Ok(Calls::Single(item));
     }
-    Ok(match jsonrpc::parse_body(bytes)? {
+    Ok(match jsonrpc::parse_body(bytes, max_batch)? {
         jsonrpc::Body::Single(r) => Calls::Single(careful(r)),
         jsonrpc::Body::Batch(items) => Calls::Batch(items.into_iter().map(careful).collect()),
     })
@@ -386,7 +387,7 @@ mod tests {
     use super::*;
 
     fn single(body: &str) -> Item {
-        match parse_calls(body.as_bytes()).expect("json") {
+        match parse_calls(body.as_bytes(), usize::MAX).expect("json") {
             Calls::Single(i) => i,
             Calls::Batch(_) => panic!("single"),
         }
@@ -425,7 +426,7 @@ mod tests {
             single(r#"{"id":2,"method":"GetTask","params":{"id":"t"}}"#).expect_err("no jsonrpc");
         assert_eq!(e.code, ErrorCode::InvalidRequest);
         assert_eq!(
-            parse_calls(b"{").expect_err("not json").code,
+            parse_calls(b"{", usize::MAX).expect_err("not json").code,
             ErrorCode::ParseError
         );
     }

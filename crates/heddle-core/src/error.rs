@@ -15,6 +15,9 @@ use serde_json::{Value, json};
 
 use crate::jsonrpc::ErrorObject;
 
+/// The `ErrorInfo.metadata` key of a retryable error's wait, in seconds.
+pub const RETRY_AFTER_KEY: &str = "retryAfterSeconds";
+
 /// The domain of every A2A `ErrorInfo`.
 pub const ERROR_DOMAIN: &str = "a2a-protocol.org";
 
@@ -49,6 +52,11 @@ pub enum ErrorCode {
     ExtensionSupportRequired,
     /// The requested A2A protocol version is not served here.
     VersionNotSupported,
+    /// The caller (or the server) is at a limit: too many requests, running
+    /// tasks or open streams. Heddle's own, not the spec's: retry after
+    /// the `retryAfterSeconds` in its `ErrorInfo` (and the HTTP
+    /// `Retry-After` header).
+    ResourceExhausted,
 }
 
 /// gRPC status codes (`google.rpc.Code`) used by the catalogue.
@@ -61,6 +69,8 @@ pub enum GrpcCode {
     NotFound = 5,
     /// 7
     PermissionDenied = 7,
+    /// 8
+    ResourceExhausted = 8,
     /// 9
     FailedPrecondition = 9,
     /// 12
@@ -78,6 +88,7 @@ impl GrpcCode {
             Self::InvalidArgument => "INVALID_ARGUMENT",
             Self::NotFound => "NOT_FOUND",
             Self::PermissionDenied => "PERMISSION_DENIED",
+            Self::ResourceExhausted => "RESOURCE_EXHAUSTED",
             Self::FailedPrecondition => "FAILED_PRECONDITION",
             Self::Unimplemented => "UNIMPLEMENTED",
             Self::Internal => "INTERNAL",
@@ -148,6 +159,7 @@ catalogue! {
     ExtendedAgentCardNotConfigured, -32007, 400, FailedPrecondition, "EXTENDED_AGENT_CARD_NOT_CONFIGURED", "Extended agent card is not configured";
     ExtensionSupportRequired, -32008, 400, FailedPrecondition, "EXTENSION_SUPPORT_REQUIRED", "A required extension was not activated";
     VersionNotSupported, -32009, 400, FailedPrecondition, "VERSION_NOT_SUPPORTED", "Protocol version not supported";
+    ResourceExhausted, -32029, 429, ResourceExhausted, "RESOURCE_EXHAUSTED", "Too many requests; retry later";
 }
 
 impl ErrorCode {
@@ -231,6 +243,23 @@ impl A2aError {
     pub fn with_meta(mut self, key: &str, value: impl Into<String>) -> Self {
         self.metadata.insert(key.to_owned(), value.into());
         self
+    }
+
+    /// ResourceExhausted, to be retried after `retry_after` (rounded up to
+    /// whole seconds, at least one).
+    pub fn exhausted(message: impl Into<String>, retry_after: std::time::Duration) -> Self {
+        let secs = retry_after
+            .as_secs()
+            .saturating_add(u64::from(retry_after.subsec_nanos() > 0))
+            .max(1);
+        Self::new(ErrorCode::ResourceExhausted, message)
+            .with_meta(RETRY_AFTER_KEY, secs.to_string())
+    }
+
+    /// The whole seconds a client should wait before retrying, when the
+    /// error says (see [`A2aError::exhausted`]).
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        self.metadata.get(RETRY_AFTER_KEY)?.parse().ok()
     }
 
     /// InvalidParams naming the bad field.

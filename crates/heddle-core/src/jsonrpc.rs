@@ -106,11 +106,30 @@ pub enum Body<'a> {
 }
 
 /// Reads a JSON-RPC body. Not JSON → `Err` with ParseError (answered with id
-/// null); an empty batch → a single InvalidRequest, per JSON-RPC 2.0 §6.
-pub fn parse_body(bytes: &[u8]) -> Result<Body<'_>, A2aError> {
+/// null); an empty batch → a single InvalidRequest, per JSON-RPC 2.0 §6; a
+/// batch of more than `max_batch` requests → `Err` with InvalidRequest
+/// (answered with id null), found before any element is decoded.
+pub fn parse_body(bytes: &[u8], max_batch: usize) -> Result<Body<'_>, A2aError> {
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     if first == Some(&b'[') {
-        let items: Vec<&RawValue> = serde_json::from_slice(bytes).map_err(parse_error)?;
+        let too_long = std::cell::Cell::new(false);
+        let seed = BoundedBatch {
+            max: max_batch,
+            too_long: &too_long,
+        };
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let items = serde::de::DeserializeSeed::deserialize(seed, &mut de)
+            .and_then(|items| de.end().map(|()| items))
+            .map_err(|e| {
+                if too_long.get() {
+                    A2aError::new(
+                        ErrorCode::InvalidRequest,
+                        format!("a batch holds at most {max_batch} requests"),
+                    )
+                } else {
+                    parse_error(e)
+                }
+            })?;
         if items.is_empty() {
             return Ok(Body::Single(Err((
                 Id::Null,
@@ -129,6 +148,42 @@ pub fn parse_body(bytes: &[u8]) -> Result<Body<'_>, A2aError> {
         Ok(env) => Ok(Body::Single(check(env))),
         Err(e) if e.is_syntax() || e.is_eof() => Err(parse_error(e)),
         Err(_) => Ok(Body::Single(Err(invalid_envelope(bytes)))),
+    }
+}
+
+/// A batch's elements as raw JSON, refused as soon as there are more than
+/// `max` of them (so a long batch costs no more than its first elements).
+struct BoundedBatch<'c> {
+    max: usize,
+    /// Set when the batch was refused for its length.
+    too_long: &'c std::cell::Cell<bool>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for BoundedBatch<'_> {
+    type Value = Vec<&'de RawValue>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for BoundedBatch<'_> {
+    type Value = Vec<&'de RawValue>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON-RPC batch")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(self.max).min(64));
+        while let Some(raw) = seq.next_element::<&'de RawValue>()? {
+            if items.len() == self.max {
+                self.too_long.set(true);
+                return Err(serde::de::Error::custom("batch too long"));
+            }
+            items.push(raw);
+        }
+        Ok(items)
     }
 }
 
@@ -269,7 +324,7 @@ mod tests {
     use super::*;
 
     fn single(body: &str) -> Incoming<'_> {
-        match parse_body(body.as_bytes()).expect("json") {
+        match parse_body(body.as_bytes(), usize::MAX).expect("json") {
             Body::Single(r) => r,
             Body::Batch(_) => panic!("expected single"),
         }
@@ -290,7 +345,7 @@ mod tests {
     #[test]
     fn bad_envelopes_get_the_right_code_and_keep_the_id() {
         assert_eq!(
-            parse_body(b"{nope").expect_err("parse").code,
+            parse_body(b"{nope", usize::MAX).expect_err("parse").code,
             ErrorCode::ParseError
         );
         let (id, e) = single(r#"{"jsonrpc":"1.0","id":3,"method":"m"}"#).expect_err("invalid");
@@ -307,9 +362,22 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_past_the_cap_is_one_invalid_request() {
+        let three = br#"[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","id":2,"method":"a"},{"jsonrpc":"2.0","id":3,"method":"a"}]"#;
+        assert!(matches!(parse_body(three, 3), Ok(Body::Batch(items)) if items.len() == 3));
+        let e = parse_body(three, 2).expect_err("too long");
+        assert_eq!(e.code, ErrorCode::InvalidRequest);
+        assert!(e.message.contains("at most 2"), "{}", e.message);
+        // A syntax error within the cap stays a parse error.
+        let e = parse_body(b"[1, 2", 2).expect_err("syntax");
+        assert_eq!(e.code, ErrorCode::ParseError);
+    }
+
+    #[test]
     fn batches_answer_each_element() {
         let Body::Batch(items) = parse_body(
             br#"[{"jsonrpc":"2.0","id":1,"method":"a"}, 1, {"jsonrpc":"2.0","method":"n"}]"#,
+            usize::MAX,
         )
         .expect("json") else {
             panic!("batch")

@@ -419,7 +419,7 @@ fn check(e: &Entry, doc: &Value) -> Result<(), String> {
         "jsonrpc-request" => {
             let bytes = serde_json::to_vec(doc).map_err(|err| err.to_string())?;
             let jsonrpc::Body::Single(Ok(req)) =
-                jsonrpc::parse_body(&bytes).map_err(|err| err.to_string())?
+                jsonrpc::parse_body(&bytes, usize::MAX).map_err(|err| err.to_string())?
             else {
                 return Err("not a valid JSON-RPC request".into());
             };

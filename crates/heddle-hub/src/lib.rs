@@ -264,6 +264,11 @@ impl Hub {
         {
             keys.extend(push_keys.iter().cloned());
         }
+        let ids: Arc<Vec<String>> = Arc::new(self.agents.iter().map(|a| a.id.clone()).collect());
+        let router = router.fallback(move |uri: axum::http::Uri| {
+            let ids = ids.clone();
+            async move { not_found(&ids, uri.path()) }
+        });
         if keys.is_empty() {
             return router;
         }
@@ -272,6 +277,44 @@ impl Hub {
             "/.well-known/jwks.json",
             get(move || async move { Json((*jwks).clone()) }),
         )
+    }
+}
+
+/// The JSON answer to a path no route takes: which agent is unknown, or
+/// that the agent has no such endpoint.
+fn not_found(ids: &[String], path: &str) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    let message = match path
+        .strip_prefix("/api/v1/agents/")
+        .and_then(|rest| rest.split('/').next())
+    {
+        Some(id) if !ids.iter().any(|known| known == id) => {
+            format!(
+                "no agent {:?} on this hub (GET /api/v1/agents lists them)",
+                shorten(id)
+            )
+        }
+        Some(id) => format!(
+            "agent {id:?} has no endpoint at {:?}: JSON-RPC is POST …/a2a, REST under …/rest, the card at …/.well-known/agent-card.json",
+            shorten(path)
+        ),
+        None => format!(
+            "nothing at {:?} (the agents are under /api/v1/agents)",
+            shorten(path)
+        ),
+    };
+    (
+        axum::http::StatusCode::NOT_FOUND,
+        Json(json!({ "error": { "code": 404, "status": "NOT_FOUND", "message": message } })),
+    )
+        .into_response()
+}
+
+/// At most 120 characters of a caller's path, for an error message.
+fn shorten(s: &str) -> &str {
+    match s.char_indices().nth(120) {
+        Some((i, _)) => &s[..i],
+        None => s,
     }
 }
 
@@ -372,6 +415,10 @@ impl HubBuilder {
 
     /// [`build`](Self::build), reporting a push notifier that cannot start.
     pub async fn try_build(self) -> Result<Hub, heddle_server::push::PushError> {
+        let streams = heddle_server::StreamSlots::new(
+            self.limits.max_streams,
+            self.limits.max_streams_per_caller,
+        );
         let notifier = self
             .push
             .clone()
@@ -409,20 +456,21 @@ impl HubBuilder {
                         hook(&a.id, served);
                     }
                 }
-                let mut handler = RequestHandler::new(
-                    a.id.clone(),
-                    card,
-                    a.executor,
-                    self.store.clone(),
-                    self.limits.clone(),
-                );
+                let mut handler =
+                    RequestHandler::builder(a.id.clone(), card, a.executor, self.store.clone())
+                        .limits(self.limits.clone())
+                        // `max_streams` holds for the hub, not for each agent.
+                        .stream_slots(streams.clone());
                 if let Some(extended) = extended {
-                    handler = handler.with_extended_card(extended);
+                    handler = handler.extended_card(extended);
                 }
                 if let Some(n) = &notifier {
-                    handler = handler.with_push(n.clone());
+                    handler = handler.push(n.clone());
                 }
-                HostedAgent { id: a.id, handler }
+                HostedAgent {
+                    id: a.id,
+                    handler: handler.build(),
+                }
             })
             .collect();
         if let Some(first) = agents.first() {

@@ -815,7 +815,6 @@ async fn limits_give_clear_errors() {
     let limits = Limits {
         max_body_bytes: 4096,
         max_parts: 2,
-        max_streams: 1,
         ..Limits::default()
     };
     let app = hub_with(Arc::new(MemoryStore::default()), limits)
@@ -842,7 +841,19 @@ async fn limits_give_clear_errors() {
         .await
         .expect("resp");
     assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE);
-    // One stream open; a second is refused while it lasts.
+}
+
+/// `max_streams` holds for the hub, not per agent, and a refusal is
+/// retryable: HTTP 429 with `Retry-After`, JSON-RPC -32029.
+#[tokio::test]
+async fn the_stream_cap_is_hub_wide_and_its_refusal_says_when_to_retry() {
+    let limits = Limits {
+        max_streams: 1,
+        ..Limits::default()
+    };
+    let app = hub_with(Arc::new(MemoryStore::default()), limits)
+        .await
+        .router();
     let t = v1(
         &app,
         "conformance",
@@ -857,20 +868,72 @@ async fn limits_give_clear_errors() {
         .oneshot(post("conformance", Some("1.0"), &json!({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": t["id"]}})))
         .await
         .expect("resp");
-    let e = v1_err(
-        &app,
-        "conformance",
-        "SubscribeToTask",
-        json!({"id": t["id"]}),
-    )
-    .await;
-    assert!(
-        e["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("open streams")),
-        "{e}"
+    assert_eq!(open.status(), StatusCode::OK);
+    // Another agent's stream counts against the same cap.
+    let resp = app
+        .clone()
+        .oneshot(post(
+            "writer-stream",
+            Some("1.0"),
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "SendStreamingMessage",
+                "params": {"message": user("s2", "go")}}),
+        ))
+        .await
+        .expect("resp");
+    assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(resp.headers()[header::RETRY_AFTER], "1");
+    let body: Value =
+        serde_json::from_slice(&resp.into_body().collect().await.expect("b").to_bytes())
+            .expect("json");
+    assert_eq!(body["id"], 2);
+    assert_eq!(body["error"]["code"], -32029);
+    assert_eq!(body["error"]["data"][0]["reason"], "RESOURCE_EXHAUSTED");
+    assert_eq!(
+        body["error"]["data"][0]["metadata"]["retryAfterSeconds"],
+        "1"
     );
     drop(open);
+}
+
+#[tokio::test]
+async fn a_batch_past_the_cap_is_refused_whole() {
+    let limits = Limits {
+        max_batch: 2,
+        ..Limits::default()
+    };
+    let app = hub_with(Arc::new(MemoryStore::default()), limits)
+        .await
+        .router();
+    let call =
+        |i: u32| json!({"jsonrpc": "2.0", "id": i, "method": "GetTask", "params": {"id": "x"}});
+    let resp = app
+        .clone()
+        .oneshot(post(
+            "echo",
+            Some("1.0"),
+            &json!([call(1), call(2), call(3)]),
+        ))
+        .await
+        .expect("resp");
+    let body: Value =
+        serde_json::from_slice(&resp.into_body().collect().await.expect("b").to_bytes())
+            .expect("json");
+    assert_eq!(body["error"]["code"], -32600, "{body}");
+    assert_eq!(body["id"], Value::Null);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("at most 2"))
+    );
+    let resp = app
+        .clone()
+        .oneshot(post("echo", Some("1.0"), &json!([call(1), call(2)])))
+        .await
+        .expect("resp");
+    let body: Value =
+        serde_json::from_slice(&resp.into_body().collect().await.expect("b").to_bytes())
+            .expect("json");
+    assert_eq!(body.as_array().map(Vec::len), Some(2), "{body}");
 }
 
 #[tokio::test]
@@ -1029,4 +1092,111 @@ async fn v03_conformance_tasks_stay_open_for_the_suite() {
     assert_eq!(r["result"]["status"]["state"], "canceled");
     let r = call(&app, "conformance", None, json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/pushNotificationConfig/get", "params": {"id": id}})).await;
     assert_eq!(r["error"]["code"], -32003);
+}
+
+#[tokio::test]
+async fn a_404_says_in_json_what_was_not_found() {
+    let app = app().await;
+    for (path, says) in [
+        ("/api/v1/agents/nobody/a2a", "no agent \"nobody\""),
+        ("/api/v1/agents/echo/nope", "has no endpoint"),
+        ("/elsewhere", "nothing at"),
+    ] {
+        let resp = app
+            .clone()
+            .oneshot(Request::get(path).body(Body::empty()).expect("req"))
+            .await
+            .expect("resp");
+        assert_eq!(resp.status(), StatusCode::NOT_FOUND, "{path}");
+        let body: Value =
+            serde_json::from_slice(&resp.into_body().collect().await.expect("b").to_bytes())
+                .expect("a JSON body");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(says)),
+            "{path}: {body}"
+        );
+    }
+}
+
+/// A store failure is the operator's to read, not the caller's: the answer
+/// names a correlation id, never the store's own text.
+#[tokio::test]
+async fn a_store_failure_reaches_the_caller_as_a_correlation_id_only() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("tasks.db");
+    let store = SqliteStore::open_path(&path).expect("store");
+    let app = hub_with(Arc::new(store), Limits::default()).await.router();
+    let task = v1(
+        &app,
+        "echo",
+        "SendMessage",
+        json!({"message": user("m1", "hello")}),
+    )
+    .await["task"]
+        .clone();
+    let id = task["id"].as_str().expect("id").to_owned();
+    // Another process damages the row.
+    let raw = rusqlite::Connection::open(&path).expect("open");
+    raw.execute("UPDATE tasks SET body = x'ffffffff0a'", [])
+        .expect("damage");
+    drop(raw);
+
+    let e = v1_err(&app, "echo", "GetTask", json!({"id": id})).await;
+    let message = e["message"].as_str().unwrap_or_default();
+    assert_eq!(e["code"], -32603, "{e}");
+    assert!(message.contains("correlation id"), "{message}");
+    for detail in ["corrupt", "decode", "sqlite", &id] {
+        assert!(
+            !message.to_lowercase().contains(detail),
+            "{detail} in {message}"
+        );
+    }
+    assert!(!e.to_string().contains("corrupt"), "{e}");
+
+    let resp = app
+        .clone()
+        .oneshot(
+            Request::get(format!("/api/v1/agents/echo/rest/tasks/{id}"))
+                .header("A2A-Version", "1.0")
+                .body(Body::empty())
+                .expect("req"),
+        )
+        .await
+        .expect("resp");
+    assert_eq!(resp.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    let body = String::from_utf8_lossy(&resp.into_body().collect().await.expect("b").to_bytes())
+        .into_owned();
+    assert!(
+        body.contains("correlation id") && !body.contains("corrupt"),
+        "{body}"
+    );
+}
+
+/// A send that fails on the store leaves nothing behind in the registry of
+/// live tasks (before, a `returnImmediately` send kept its entry for good).
+#[tokio::test]
+async fn a_send_the_store_refuses_leaves_no_live_task_behind() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("tasks.db");
+    let store = SqliteStore::open_path(&path).expect("store");
+    let hub = hub_with(Arc::new(store), Limits::default()).await;
+    let app = hub.router();
+    let raw = rusqlite::Connection::open(&path).expect("open");
+    raw.execute_batch("DROP TABLE tasks").expect("damage");
+    drop(raw);
+    for attempt in 0..3 {
+        let e = v1_err(
+            &app,
+            "echo",
+            "SendMessage",
+            json!({"message": user(&format!("m{attempt}"), "hello"),
+                "configuration": {"returnImmediately": true}}),
+        )
+        .await;
+        assert_eq!(e["code"], -32603, "{e}");
+    }
+    let handler = &hub.agent("echo").expect("echo").handler;
+    assert_eq!(handler.live_tasks(), 0);
 }

@@ -91,6 +91,7 @@ pub type GrpcStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
 /// An A2A error as a gRPC status, its `google.rpc.Status` in the details.
 pub fn status(err: &A2aError) -> Status {
+    let err = &*crate::redact::for_caller(err);
     let st = err.to_grpc_status();
     Status::with_details(
         Code::from_i32(st.code),
@@ -323,8 +324,19 @@ fn context(inc: &Incoming, service: ProtocolVersion) -> Result<CallContext, Stat
 }
 
 fn unexpected(reply: &Reply) -> Status {
+    // The reply's kind only: its debug form would print a whole task.
+    let kind = match reply {
+        Reply::Task(_) => "a task",
+        Reply::Message(_) => "a message",
+        Reply::Tasks(_) => "a task list",
+        Reply::Card(_) => "a card",
+        Reply::Stream(_) => "a stream",
+        Reply::PushConfig(_) => "a push config",
+        Reply::PushConfigs(_) => "a push config list",
+        _ => "another reply",
+    };
     status(&A2aError::internal(format!(
-        "the handler gave an unexpected reply: {reply:?}"
+        "the handler gave {kind} where the method has none"
     )))
 }
 

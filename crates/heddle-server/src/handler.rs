@@ -17,9 +17,13 @@ use heddle_core::{
     wkt::Timestamp,
 };
 use heddle_store::{ListQuery, PageToken, Scope, StoreError, TaskStore};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast::error::RecvError};
+use tokio::sync::broadcast::error::RecvError;
 
 mod push_configs;
+mod stream_slots;
+
+use stream_slots::StreamSlot;
+pub use stream_slots::StreamSlots;
 
 use crate::{
     agent::{AgentExecutor, Caller, RequestContext},
@@ -37,8 +41,16 @@ pub struct Limits {
     pub max_body_bytes: usize,
     /// Most parts in one message.
     pub max_parts: usize,
-    /// Most streams (SSE or gRPC) open at once across the server.
+    /// Most streams (SSE or gRPC) open at once across the server: every
+    /// handler built with the same [`StreamSlots`] shares them (the hub's
+    /// agents do); a handler built without gets slots of its own.
     pub max_streams: usize,
+    /// Most streams one caller may hold open at once, so that one caller
+    /// cannot take every slot.
+    pub max_streams_per_caller: usize,
+    /// Most requests in one JSON-RPC batch; a longer batch is refused whole
+    /// (InvalidRequest).
+    pub max_batch: usize,
     /// How long a canceled agent may keep running before it is aborted.
     pub cancel_grace: Duration,
 }
@@ -49,6 +61,8 @@ impl Default for Limits {
             max_body_bytes: 8 << 20,
             max_parts: 256,
             max_streams: 10_000,
+            max_streams_per_caller: 10_000,
+            max_batch: 100,
             cancel_grace: Duration::from_secs(5),
         }
     }
@@ -128,8 +142,72 @@ struct Inner {
     card: v1::AgentCard,
     extended_card: Option<v1::AgentCard>,
     limits: Limits,
-    streams: Arc<Semaphore>,
+    streams: StreamSlots,
     push: Option<PushNotifier>,
+}
+
+/// A [`RequestHandler`] being put together (see [`RequestHandler::builder`]).
+#[must_use = "call build() for the handler"]
+pub struct HandlerBuilder {
+    agent_id: String,
+    card: v1::AgentCard,
+    executor: Arc<dyn AgentExecutor>,
+    store: Arc<dyn TaskStore>,
+    limits: Limits,
+    extended_card: Option<v1::AgentCard>,
+    push: Option<PushNotifier>,
+    streams: Option<StreamSlots>,
+}
+
+impl HandlerBuilder {
+    /// Limits in force (default: [`Limits::default`]).
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Serves `card` to authenticated callers from GetExtendedAgentCard.
+    pub fn extended_card(mut self, card: v1::AgentCard) -> Self {
+        self.extended_card = Some(card);
+        self
+    }
+
+    /// Delivers push notifications through `push` (shared by the server's
+    /// agents). Push configs are served only when the card also declares
+    /// `capabilities.pushNotifications`.
+    pub fn push(mut self, push: PushNotifier) -> Self {
+        self.push = Some(push);
+        self
+    }
+
+    /// Counts this agent's streams in `slots`, shared with the other agents
+    /// given the same (default: slots of its own, from the limits).
+    pub fn stream_slots(mut self, slots: StreamSlots) -> Self {
+        self.streams = Some(slots);
+        self
+    }
+
+    /// The handler.
+    pub fn build(self) -> RequestHandler {
+        let streams = self.streams.unwrap_or_else(|| {
+            StreamSlots::new(self.limits.max_streams, self.limits.max_streams_per_caller)
+        });
+        let mut live = LiveTasks::default();
+        live.push = self.push.clone();
+        RequestHandler {
+            inner: Arc::new(Inner {
+                agent_id: self.agent_id,
+                executor: self.executor,
+                store: self.store,
+                live,
+                card: self.card,
+                extended_card: self.extended_card,
+                limits: self.limits,
+                streams,
+                push: self.push,
+            }),
+        }
+    }
 }
 
 /// Handles every A2A operation for one agent.
@@ -146,11 +224,16 @@ impl std::fmt::Debug for RequestHandler {
     }
 }
 
-fn store_err(e: StoreError) -> A2aError {
+pub(crate) fn store_err(e: StoreError) -> A2aError {
     match e {
         StoreError::InvalidPageToken => {
             A2aError::invalid_field("pageToken", "not a token this server issued")
         }
+        StoreError::Full(_) => A2aError::exhausted(
+            "the server holds as many running tasks as it can; retry later",
+            Duration::from_secs(5),
+        ),
+        // Internal: the bindings log the detail and show a correlation id.
         other => A2aError::internal(format!("task store: {other}")),
     }
 }
@@ -188,7 +271,8 @@ fn is_final(update: &v1::StreamResponse) -> bool {
 }
 
 impl RequestHandler {
-    /// A handler for the agent `agent_id` with its card, executor and store.
+    /// A handler for the agent `agent_id` with its card, executor and store,
+    /// and nothing else ([`RequestHandler::builder`] adds the rest).
     pub fn new(
         agent_id: impl Into<String>,
         card: v1::AgentCard,
@@ -196,41 +280,30 @@ impl RequestHandler {
         store: Arc<dyn TaskStore>,
         limits: Limits,
     ) -> Self {
-        let streams = Arc::new(Semaphore::new(limits.max_streams));
-        Self {
-            inner: Arc::new(Inner {
-                agent_id: agent_id.into(),
-                executor,
-                store,
-                live: LiveTasks::default(),
-                card,
-                extended_card: None,
-                limits,
-                streams,
-                push: None,
-            }),
-        }
+        Self::builder(agent_id, card, executor, store)
+            .limits(limits)
+            .build()
     }
 
-    /// Serves `card` to authenticated callers from GetExtendedAgentCard.
-    #[must_use]
-    pub fn with_extended_card(mut self, card: v1::AgentCard) -> Self {
-        if let Some(inner) = Arc::get_mut(&mut self.inner) {
-            inner.extended_card = Some(card);
+    /// Starts a handler with the options `new` leaves out. The options are
+    /// set on the builder, before any handler exists, so none can be lost
+    /// on a clone.
+    pub fn builder(
+        agent_id: impl Into<String>,
+        card: v1::AgentCard,
+        executor: Arc<dyn AgentExecutor>,
+        store: Arc<dyn TaskStore>,
+    ) -> HandlerBuilder {
+        HandlerBuilder {
+            agent_id: agent_id.into(),
+            card,
+            executor,
+            store,
+            limits: Limits::default(),
+            extended_card: None,
+            push: None,
+            streams: None,
         }
-        self
-    }
-
-    /// Delivers push notifications through `push` (shared by the server's
-    /// agents). Push configs are served only when the card also declares
-    /// `capabilities.pushNotifications`.
-    #[must_use]
-    pub fn with_push(mut self, push: PushNotifier) -> Self {
-        if let Some(inner) = Arc::get_mut(&mut self.inner) {
-            inner.live.push = Some(push.clone());
-            inner.push = Some(push);
-        }
-        self
     }
 
     /// The agent's public card.
@@ -408,7 +481,7 @@ impl RequestHandler {
         }
         let config = req.configuration.clone().unwrap_or_default();
         let permit = if stream {
-            Some(self.stream_permit()?)
+            Some(self.stream_permit(&cx.caller)?)
         } else {
             None
         };
@@ -427,42 +500,30 @@ impl RequestHandler {
             self.check_send_push_config(p)?;
         }
         let new_task = message.task_id.is_empty();
-        let (attached, prior) = if new_task {
-            self.start_task(&scope, &mut message, stream)
+        let (mut lease, prior) = if new_task {
+            let (attached, prior) = self.start_task(&scope, &mut message, stream);
+            (self.inner.live.lease(attached), prior)
         } else {
             let attached = self
                 .inner
                 .live
                 .attach(&scope, &message.task_id, &self.inner.store, stream)
                 .await?;
-            let registered = match push.clone() {
-                Some(p) => {
-                    self.register_send_push_config(&cx, &attached.live.id, p)
-                        .await
-                }
-                None => Ok(()),
-            };
-            let prior = match registered {
-                Ok(()) => self.continue_task(&attached.live, &mut message).await,
-                Err(e) => Err(e),
-            };
-            if let Err(e) = prior {
-                drop(attached.rx);
-                self.inner.live.release(&attached.live.id);
-                return Err(e);
+            let lease = self.inner.live.lease(attached);
+            if let Some(p) = push.clone() {
+                self.register_send_push_config(&cx, &lease.live.id, p)
+                    .await?;
             }
-            (attached, prior.ok())
+            let prior = self.continue_task(&lease.live, &mut message).await?;
+            (lease, Some(prior))
         };
-        // Only streams subscribe to the fan-out; with no receiver, no event is built.
-        let Attached { live, rx } = attached;
-        if new_task
-            && let Some(p) = push
-            && let Err(e) = self.register_send_push_config(&cx, &live.id, p).await
-        {
-            drop(rx);
-            self.inner.live.release(&live.id);
-            return Err(e);
+        if new_task && let Some(p) = push {
+            self.register_send_push_config(&cx, &lease.live.id, p)
+                .await?;
         }
+        // Only streams subscribe to the fan-out; with no receiver, no event is built.
+        let live = lease.live.clone();
+        let rx = lease.take_rx();
         let start_gen = {
             let mut st = live.state.lock().await;
             if stream {
@@ -501,9 +562,10 @@ impl RequestHandler {
         }
         if config.return_immediately {
             let task = live.state.lock().await.task.clone();
-            self.inner.live.release(&live.id);
             return Ok(Reply::Task(with_history(task, config.history_length)));
         }
+        // `wait_for_answer` releases the task itself, then may move it out.
+        drop(lease);
         self.wait_for_answer(live, start_gen, config.history_length)
             .await
     }
@@ -720,16 +782,8 @@ impl RequestHandler {
         Ok(Reply::Task(with_history(task, history)))
     }
 
-    fn stream_permit(&self) -> Result<OwnedSemaphorePermit, A2aError> {
-        self.inner.streams.clone().try_acquire_owned().map_err(|_| {
-            A2aError::new(
-                ErrorCode::UnsupportedOperation,
-                format!(
-                    "this server already has {} open streams (its limit); retry later",
-                    self.inner.limits.max_streams
-                ),
-            )
-        })
+    fn stream_permit(&self, caller: &Caller) -> Result<StreamSlot, A2aError> {
+        self.inner.streams.take(&caller.id)
     }
 
     /// Relays the task's events until it ends or waits; `first` (a snapshot)
@@ -739,12 +793,12 @@ impl RequestHandler {
         live: Arc<LiveTask>,
         rx: tokio::sync::broadcast::Receiver<Update>,
         first: Option<v1::Task>,
-        permit: Option<OwnedSemaphorePermit>,
+        permit: Option<StreamSlot>,
     ) -> EventStream {
         struct Guard {
             handler: RequestHandler,
             id: String,
-            _permit: Option<OwnedSemaphorePermit>,
+            _permit: Option<StreamSlot>,
         }
         impl Drop for Guard {
             fn drop(&mut self) {
@@ -874,15 +928,13 @@ impl RequestHandler {
     /// CancelTask: stops the executor and ends the task CANCELED.
     async fn cancel_task(&self, cx: &CallContext, id: &str) -> Result<v1::Task, A2aError> {
         let scope = self.scope(&cx.caller);
-        let Attached { live, rx } = self
+        let attached = self
             .inner
             .live
             .attach(&scope, id, &self.inner.store, false)
             .await?;
-        drop(rx);
-        let result = self.cancel_live(&live, &cx.caller).await;
-        self.inner.live.release(&live.id);
-        result
+        let lease = self.inner.live.lease(attached);
+        self.cancel_live(&lease.live, &cx.caller).await
     }
 
     async fn cancel_live(
@@ -964,23 +1016,20 @@ impl RequestHandler {
 
     /// SubscribeToTask: the current task first, then its events.
     async fn subscribe(&self, cx: &CallContext, id: &str) -> Result<EventStream, A2aError> {
-        let permit = self.stream_permit()?;
+        let permit = self.stream_permit(&cx.caller)?;
         let scope = self.scope(&cx.caller);
-        let Attached { live, rx } = self
+        let attached = self
             .inner
             .live
             .attach(&scope, id, &self.inner.store, true)
             .await?;
-        let Some(rx) = rx else {
-            return Err(A2aError::internal("subscription was not created"));
-        };
+        let mut lease = self.inner.live.lease(attached);
+        let live = lease.live.clone();
         let snapshot = {
             let st = live.state.lock().await;
             (st.created).then(|| st.task.clone())
         };
         let Some(snapshot) = snapshot else {
-            drop(rx);
-            self.inner.live.release(&live.id);
             return Err(A2aError::task_not_found(id));
         };
         let state = snapshot
@@ -988,8 +1037,6 @@ impl RequestHandler {
             .as_ref()
             .map_or(v1::TaskState::Unspecified, |s| s.state());
         if state.is_terminal() {
-            drop(rx);
-            self.inner.live.release(&live.id);
             return Err(A2aError::new(
                 ErrorCode::UnsupportedOperation,
                 format!(
@@ -998,6 +1045,9 @@ impl RequestHandler {
                 ),
             ));
         }
+        let Some(rx) = lease.take_rx() else {
+            return Err(A2aError::internal("subscription was not created"));
+        };
         Ok(self.event_stream(live, rx, Some(snapshot), Some(permit)))
     }
 

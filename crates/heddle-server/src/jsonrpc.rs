@@ -151,8 +151,16 @@ fn json_response<T: Serialize>(body: &T) -> Response {
     }
 }
 
+/// A JSON-RPC error answer: HTTP 200, except for a retryable refusal,
+/// which is 429 with `Retry-After` so that HTTP clients and proxies back off.
 fn error_response(id: Id, err: &A2aError) -> Response {
-    json_response(&RpcResponse::error(id, err))
+    let err = &*crate::redact::for_caller(err);
+    let mut resp = json_response(&RpcResponse::error(id, err));
+    if err.code == ErrorCode::ResourceExhausted {
+        *resp.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+        crate::rest::add_retry_after(err, &mut resp);
+    }
+    resp
 }
 
 /// What the JSON-RPC endpoint reads from a request's head, read in place
@@ -192,7 +200,7 @@ pub(crate) async fn endpoint(
         *resp.status_mut() = StatusCode::UNSUPPORTED_MEDIA_TYPE;
         return resp;
     }
-    match parse_calls(&body) {
+    match parse_calls(&body, handler.limits().max_batch) {
         Err(e) => error_response(Id::Null, &e),
         Ok(Calls::Single(item)) => match dispatch(&handler, &env, item, false).await {
             Some(r) => r.into_response(),
@@ -201,8 +209,9 @@ pub(crate) async fn endpoint(
         Ok(Calls::Batch(items)) => {
             let mut parts: Vec<Bytes> = Vec::with_capacity(items.len());
             for item in items {
-                if let Some(Answer::Json(bytes)) = dispatch(&handler, &env, item, true).await {
-                    parts.push(bytes);
+                match dispatch(&handler, &env, item, true).await {
+                    Some(Answer::Json(bytes) | Answer::Exhausted(bytes, _)) => parts.push(bytes),
+                    Some(Answer::Stream(_)) | None => {}
                 }
             }
             if parts.is_empty() {
@@ -233,6 +242,9 @@ pub(crate) async fn endpoint(
 /// One answered request: a JSON body or an SSE stream.
 enum Answer {
     Json(Bytes),
+    /// A ResourceExhausted error: answered alone, it is HTTP 429 with
+    /// `Retry-After` (seconds).
+    Exhausted(Bytes, u64),
     Stream(Response),
 }
 
@@ -244,6 +256,18 @@ impl IntoResponse for Answer {
                     header::CONTENT_TYPE,
                     HeaderValue::from_static("application/json"),
                 )],
+                b,
+            )
+                .into_response(),
+            Answer::Exhausted(b, secs) => (
+                StatusCode::TOO_MANY_REQUESTS,
+                [
+                    (
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("application/json"),
+                    ),
+                    (header::RETRY_AFTER, HeaderValue::from(secs)),
+                ],
                 b,
             )
                 .into_response(),
@@ -260,7 +284,11 @@ fn encode<T: Serialize>(id: Id, result: &T) -> Answer {
 }
 
 fn encode_error(id: Id, err: &A2aError) -> Answer {
+    let err = &*crate::redact::for_caller(err);
     match crate::json::to_vec(&RpcResponse::error(id, err)) {
+        Ok(b) if err.code == ErrorCode::ResourceExhausted => {
+            Answer::Exhausted(b.into(), err.retry_after_secs().unwrap_or(1))
+        }
         Ok(b) => Answer::Json(b.into()),
         Err(_) => Answer::Json(Bytes::from_static(
             br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}"#,

@@ -51,6 +51,7 @@ pub mod lifecycle;
 pub mod listen;
 mod live;
 pub mod push;
+mod redact;
 mod rest;
 mod rest_v03;
 mod rest_v03_push;
@@ -61,7 +62,9 @@ pub mod tls;
 
 pub use agent::{AgentError, AgentExecutor, Caller, RequestContext};
 pub use events::{EventError, TaskEvents};
-pub use handler::{CallContext, EventStream, Limits, Reply, RequestHandler};
+pub use handler::{
+    CallContext, EventStream, HandlerBuilder, Limits, Reply, RequestHandler, StreamSlots,
+};
 pub use push::{PushNotifier, PushOptions, PushPolicy};
 pub use server::{AgentRoutes, card_router};
 

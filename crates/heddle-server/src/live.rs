@@ -211,7 +211,41 @@ pub(crate) struct Attached {
     pub rx: Option<broadcast::Receiver<Update>>,
 }
 
+/// An [`Attached`] task held by one request: dropped, it lets go of its
+/// receiver and then gives the task back to the registry, which drops it
+/// unless an executor or another subscriber still needs it live. Every
+/// return of a request, early or not, so releases what it attached.
+pub(crate) struct Lease<'a> {
+    tasks: &'a LiveTasks,
+    pub live: Arc<LiveTask>,
+    rx: Option<broadcast::Receiver<Update>>,
+}
+
+impl Lease<'_> {
+    /// The receiver, for a stream that takes over the subscription.
+    pub fn take_rx(&mut self) -> Option<broadcast::Receiver<Update>> {
+        self.rx.take()
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        // First the receiver: `release` keeps a task that has one.
+        self.rx = None;
+        self.tasks.release(&self.live.id);
+    }
+}
+
 impl LiveTasks {
+    /// `attached`, released when the lease is dropped.
+    pub fn lease(&self, attached: Attached) -> Lease<'_> {
+        Lease {
+            tasks: self,
+            live: attached.live,
+            rx: attached.rx,
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<LiveTask>>> {
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -245,7 +279,7 @@ impl LiveTasks {
         let task = store
             .load(scope, id)
             .await
-            .map_err(|e| A2aError::internal(format!("store: {e}")))?
+            .map_err(crate::handler::store_err)?
             .ok_or_else(|| A2aError::task_not_found(id))?;
         let mut map = self.lock();
         // Someone may have made it live meanwhile: use theirs.

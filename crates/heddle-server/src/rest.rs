@@ -124,9 +124,10 @@ pub(crate) fn json<T: Serialize>(status: StatusCode, body: &T) -> Response {
 
 /// An A2A error as `{"error": google.rpc.Status}` with its HTTP status (v1 §11.6).
 pub(crate) fn error(err: &A2aError) -> Response {
+    let err = &*crate::redact::for_caller(err);
     let (status, body) = err.to_http_body();
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    match crate::json::to_vec(&body) {
+    let mut resp = match crate::json::to_vec(&body) {
         Ok(bytes) => (
             status,
             [(
@@ -137,6 +138,16 @@ pub(crate) fn error(err: &A2aError) -> Response {
         )
             .into_response(),
         Err(_) => status.into_response(),
+    };
+    add_retry_after(err, &mut resp);
+    resp
+}
+
+/// `Retry-After` on the answer to a retryable error (RFC 9110 §10.2.3).
+pub(crate) fn add_retry_after(err: &A2aError, resp: &mut Response) {
+    if let Some(secs) = err.retry_after_secs() {
+        resp.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
     }
 }
 
