@@ -46,6 +46,12 @@ pub struct LimitArgs {
     /// Seconds a request body may take to arrive, in all.
     #[arg(long, value_name = "SECS", default_value_t = ConnLimits::default().body_timeout.as_secs_f64())]
     pub body_timeout: f64,
+    /// Seconds a write may wait on a client that takes nothing; then it is disconnected.
+    #[arg(long, value_name = "SECS", default_value_t = ConnLimits::default().write_timeout.as_secs_f64())]
+    pub write_timeout: f64,
+    /// The kernel send buffer of each connection, in bytes (0: the kernel's own, which grows).
+    #[arg(long, default_value_t = ConnLimits::default().send_buffer_bytes.unwrap_or(0))]
+    pub send_buffer_bytes: usize,
     /// Seconds a client gets to finish the TLS handshake.
     #[arg(long, value_name = "SECS", default_value_t = ConnLimits::default().tls_handshake_timeout.as_secs_f64())]
     pub tls_handshake_timeout: f64,
@@ -69,6 +75,8 @@ impl LimitArgs {
             idle_timeout: secs("idle-timeout", self.idle_timeout)?,
             body_timeout: secs("body-timeout", self.body_timeout)?,
             tls_handshake_timeout: secs("tls-handshake-timeout", self.tls_handshake_timeout)?,
+            write_timeout: secs("write-timeout", self.write_timeout)?,
+            send_buffer_bytes: (self.send_buffer_bytes > 0).then_some(self.send_buffer_bytes),
             ..ConnLimits::default()
         })
     }

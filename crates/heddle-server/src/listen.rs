@@ -147,6 +147,11 @@ where
             continue;
         };
         let _ = tcp.set_nodelay(true);
+        if let Some(bytes) = limits.send_buffer_bytes {
+            // A fixed size turns the kernel's growth of the buffer off: a
+            // client that stops reading holds at most this much of ours.
+            let _ = socket2::SockRef::from(&tcp).set_send_buffer_size(bytes);
+        }
         let conn = serve_one(tcp, peer, drain.clone());
         tokio::spawn(async move {
             conn.await;
@@ -223,7 +228,7 @@ pub(crate) async fn serve_connection<I, T>(
         limits.body_timeout,
         activity.clone(),
     ));
-    let io = activity.watch_reads(io);
+    let io = activity.watch(io, limits.write_timeout);
     let result = match wire {
         Wire::Http1 => {
             let mut builder = hyper_conn::http1::Builder::new();

@@ -67,11 +67,14 @@ impl Activity {
         Some(self.start + last + idle)
     }
 
-    /// `io`, with every read that brings bytes noted.
-    pub(crate) fn watch_reads<I>(self: &Arc<Self>, io: I) -> Watched<I> {
+    /// `io`, with every read that brings bytes noted, and writes that make
+    /// no progress for `write_timeout` failed.
+    pub(crate) fn watch<I>(self: &Arc<Self>, io: I, write_timeout: Duration) -> Watched<I> {
         Watched {
             io,
             activity: self.clone(),
+            write_timeout,
+            stalled: None,
         }
     }
 }
@@ -93,10 +96,38 @@ impl Drop for InFlight {
     }
 }
 
-/// A transport whose reads are noted in its connection's [`Activity`].
+/// A transport whose reads are noted in its connection's [`Activity`], and
+/// whose writes fail once the peer has taken nothing for the write timeout:
+/// a client that stops reading a stream is let go (the stream detaches; its
+/// task goes on) instead of holding the answer's buffers for ever.
 pub(crate) struct Watched<I> {
     io: I,
     activity: Arc<Activity>,
+    write_timeout: Duration,
+    /// Set while a write waits on the peer: when it fires, the write fails.
+    stalled: Option<Pin<Box<Sleep>>>,
+}
+
+impl<I> Watched<I> {
+    /// Turns a write's `Pending` into an error once it has lasted the write
+    /// timeout; any progress starts the clock again.
+    fn judge<T>(&mut self, cx: &mut Context<'_>, out: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        if out.is_ready() {
+            self.stalled = None;
+            return out;
+        }
+        let timeout = self.write_timeout;
+        let stalled = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        match stalled.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the client took nothing for the write timeout",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
 }
 
 impl<I: AsyncRead + Unpin> AsyncRead for Watched<I> {
@@ -120,7 +151,8 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for Watched<I> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
+        let out = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.judge(cx, out)
     }
 
     fn poll_write_vectored(
@@ -128,7 +160,8 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for Watched<I> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+        let out = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.judge(cx, out)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -136,7 +169,8 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for Watched<I> {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
+        let out = Pin::new(&mut self.io).poll_flush(cx);
+        self.judge(cx, out)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

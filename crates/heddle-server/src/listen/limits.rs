@@ -39,6 +39,13 @@ pub struct ConnLimits {
     pub body_timeout: Duration,
     /// How long a client gets to finish the TLS handshake.
     pub tls_handshake_timeout: Duration,
+    /// How long a write may wait on a client that takes nothing; then the
+    /// connection is closed (a stream on it detaches, its task goes on).
+    pub write_timeout: Duration,
+    /// The kernel send buffer of each connection, fixed (`None`: the
+    /// kernel's own, which grows to megabytes for a client that stops
+    /// reading).
+    pub send_buffer_bytes: Option<usize>,
     /// Largest request head, in bytes (HTTP/1.1: request line and fields,
     /// answered with 431 past it; HTTP/2: the decoded header list). At
     /// least 8192.
@@ -59,6 +66,8 @@ impl Default for ConnLimits {
             idle_timeout: Duration::from_secs(20),
             body_timeout: Duration::from_secs(60),
             tls_handshake_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(30),
+            send_buffer_bytes: Some(256 << 10),
             max_head_bytes: 64 << 10,
             max_headers: 100,
             drain_timeout: Duration::from_secs(10),

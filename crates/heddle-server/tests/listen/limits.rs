@@ -34,11 +34,15 @@ fn short() -> ConnLimits {
 }
 
 async fn start(limits: ConnLimits) -> String {
+    start_app(app(), limits).await
+}
+
+async fn start_app(app: Router, limits: ConnLimits) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr").to_string();
     tokio::spawn(heddle_server::listen::serve_with(
         listener,
-        app(),
+        app,
         limits,
         std::future::pending(),
     ));
@@ -276,4 +280,54 @@ async fn twenty_thousand_silent_connections_leave_room_for_a_new_client() {
         .await
         .expect("answered within a second");
     assert!(answer.ends_with("pong"), "{answer}");
+}
+
+/// Tells the test when the server dropped an endless stream.
+struct OnDrop(Option<tokio::sync::oneshot::Sender<()>>);
+
+impl Drop for OnDrop {
+    fn drop(&mut self) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// A client that stops reading a stream is let go at the write timeout,
+/// and the stream with it (its task, in Heddle, goes on without it).
+#[tokio::test]
+async fn a_client_that_stops_reading_is_dropped_at_the_write_timeout() {
+    let (dropped_tx, dropped) = tokio::sync::oneshot::channel();
+    let guard = std::sync::Arc::new(std::sync::Mutex::new(Some(OnDrop(Some(dropped_tx)))));
+    let app = Router::new().route(
+        "/firehose",
+        get(move || {
+            let held = guard.lock().ok().and_then(|mut g| g.take());
+            async move {
+                let chunk = Bytes::from(vec![b'x'; 64 << 10]);
+                let body = futures::stream::unfold(held, move |held| {
+                    let chunk = chunk.clone();
+                    async move { Some((Ok::<_, std::convert::Infallible>(chunk), held)) }
+                });
+                axum::body::Body::from_stream(body)
+            }
+        }),
+    );
+    let addr = start_app(
+        app,
+        ConnLimits {
+            write_timeout: Duration::from_millis(700),
+            ..short()
+        },
+    )
+    .await;
+    let mut tcp = TcpStream::connect(&addr).await.expect("connect");
+    tcp.write_all(b"GET /firehose HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .expect("write");
+    // Never read. The buffers fill, the writes wait, the timeout fires.
+    tokio::time::timeout(Duration::from_secs(10), dropped)
+        .await
+        .expect("the stream is dropped once the client takes nothing")
+        .expect("signal");
 }
