@@ -89,3 +89,32 @@ async fn keys_create_then_serve_require_auth_refuses_calls_without_the_key() {
     let again = heddle(&["keys", "revoke", "ci", "--store", &store]);
     assert_eq!(again.status.code(), Some(2), "nothing left to revoke");
 }
+
+/// Authentication runs on the head: an anonymous caller announcing an
+/// 8 MiB body gets 401 before sending it, and no `100 Continue` invites it.
+#[test]
+fn an_anonymous_upload_is_refused_before_its_body_is_read() {
+    use std::io::{Read as _, Write as _};
+    let dir = tempfile::tempdir().expect("tmp");
+    let store = format!("sqlite:{}", dir.path().join("heddle.db").display());
+    let config = dir.path().join("heddle.toml");
+    std::fs::write(&config, "[auth.api_keys]\n").expect("config");
+    let server = serve(&store, &config);
+    let addr = server.url.trim_start_matches("http://").to_owned();
+    for expect in ["", "Expect: 100-continue\r\n"] {
+        let mut tcp = std::net::TcpStream::connect(&addr).expect("connect");
+        tcp.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .expect("timeout");
+        let head = format!(
+            "POST /api/v1/agents/echo/a2a HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\n{expect}Content-Length: {}\r\n\r\n",
+            8 << 20
+        );
+        tcp.write_all(head.as_bytes()).expect("head");
+        // The body never comes: the answer must not wait for it.
+        let mut buf = [0u8; 4096];
+        let n = tcp.read(&mut buf).expect("an answer before the body");
+        let answer = String::from_utf8_lossy(&buf[..n]);
+        assert!(answer.starts_with("HTTP/1.1 401"), "{expect:?}: {answer}");
+        assert!(!answer.contains("100 Continue"), "{answer}");
+    }
+}
