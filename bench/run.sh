@@ -93,10 +93,11 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # user + system, in clo
 idle_rss=()
 
 has floor && start floor 19090 $R/heddle-bench-floor 127.0.0.1:19090 127.0.0.1:19390
+# The load generator is one anonymous caller: the per-caller rate limit is off.
 has heddle && start heddle 19191 $R/heddle serve --store memory --listen 127.0.0.1:19191 \
-  --grpc-listen 127.0.0.1:19291 --writer-stream-pause-ms 0
+  --grpc-listen 127.0.0.1:19291 --writer-stream-pause-ms 0 --rate-limit 0
 has sqlite && start sqlite 19192 $R/heddle serve --store "sqlite:$work/bench.db" \
-  --listen 127.0.0.1:19192 --grpc-listen 127.0.0.1:0 --writer-stream-pause-ms 0
+  --listen 127.0.0.1:19192 --grpc-listen 127.0.0.1:0 --writer-stream-pause-ms 0 --rate-limit 0
 has other && start other 19193 bench/other-rust/target/release/heddle-bench-other-rust 127.0.0.1:19193
 has ra2a && start ra2a 19198 bench/other-rust-ra2a/target/release/heddle-bench-ra2a 127.0.0.1:19198
 has python && start python 19194 tests/interop/.venv/bin/python \
@@ -214,7 +215,8 @@ done
 # Memory: Heddle alone, a fresh process each.
 mem="{}"
 if [ "$MILLION" = 1 ]; then
-  start mem1m 19196 $R/heddle serve --store memory --listen 127.0.0.1:19196 --grpc-listen 127.0.0.1:0
+  start mem1m 19196 $R/heddle serve --store memory --listen 127.0.0.1:19196 --grpc-listen 127.0.0.1:0 \
+    --rate-limit 0
   idle=$(rss_kb "$pid_mem1m")
   taskset -c "$LOAD_CPU" $LOADGEN http://127.0.0.1:19196/api/v1/agents/echo/a2a 64 100000r >/dev/null
   at100k=$(rss_kb "$pid_mem1m")
@@ -243,7 +245,8 @@ if [ "$IDLE_STREAMS" -gt 0 ]; then
   # writer-stream with a ten-minute pause: each stream gets its task and WORKING, then waits.
   start held 19197 $R/heddle serve --store memory --listen 127.0.0.1:19197 --grpc-listen 127.0.0.1:0 \
     --max-streams $((IDLE_STREAMS + 100)) --max-streams-per-caller $((IDLE_STREAMS + 100)) \
-    --max-connections-per-ip $((IDLE_STREAMS + 100)) --writer-stream-pause-ms 600000
+    --max-connections-per-ip $((IDLE_STREAMS + 100)) --max-running-tasks-per-caller $((IDLE_STREAMS + 100)) \
+    --rate-limit 0 --writer-stream-pause-ms 600000
   streams=$(held held hold://127.0.0.1:19197/api/v1/agents/writer-stream/a2a)
   stop held
   # The same streams held by the floor (POST /hold: the first two events, then silence), for

@@ -168,6 +168,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let conn_limits = args.limits.conn_limits()?;
     let mut builder = Hub::builder(&public_url, store)
         .limits(limits)
+        .caller_limits(args.limits.caller_limits())
         .bindings(bindings);
     if let Some(addr) = grpc_addr {
         builder = builder.grpc_url(match tls {

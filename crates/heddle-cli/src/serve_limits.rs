@@ -8,7 +8,7 @@ use std::{net::SocketAddr, time::Duration};
 use anyhow::Context as _;
 use axum::Router;
 use clap::Args;
-use heddle_server::{Limits, guard::HostGuard, listen::ConnLimits};
+use heddle_server::{Limits, guard::HostGuard, limit::CallerLimits, listen::ConnLimits};
 
 /// The limit flags of `heddle serve`.
 #[derive(Args, Debug)]
@@ -28,6 +28,17 @@ pub struct LimitArgs {
     /// Most requests in one JSON-RPC batch.
     #[arg(long, default_value_t = Limits::default().max_batch)]
     pub max_batch: usize,
+    /// Requests a second from one caller (by key or token; by IP address when
+    /// anonymous), on every binding; past it, 429 / RESOURCE_EXHAUSTED with
+    /// Retry-After. 0 turns the limit off.
+    #[arg(long, default_value_t = 1_000)]
+    pub rate_limit: u32,
+    /// Requests one caller may make at once above --rate-limit before it applies.
+    #[arg(long, default_value_t = 2_000)]
+    pub rate_burst: u32,
+    /// Tasks of one caller running at once (anonymous callers share one count).
+    #[arg(long, default_value_t = 1_000)]
+    pub max_running_tasks_per_caller: usize,
     /// Connections open at once; at the cap new ones wait to be accepted.
     #[arg(long, default_value_t = ConnLimits::default().max_connections)]
     pub max_connections: usize,
@@ -79,6 +90,15 @@ impl LimitArgs {
             send_buffer_bytes: (self.send_buffer_bytes > 0).then_some(self.send_buffer_bytes),
             ..ConnLimits::default()
         })
+    }
+
+    /// The per-caller limits, shared by every agent.
+    pub fn caller_limits(&self) -> CallerLimits {
+        CallerLimits::new(
+            std::num::NonZeroU32::new(self.rate_limit),
+            std::num::NonZeroU32::new(self.rate_burst).unwrap_or(std::num::NonZeroU32::MIN),
+            self.max_running_tasks_per_caller,
+        )
     }
 
     /// The handlers' limits.

@@ -482,3 +482,54 @@ fn http11_without_exactly_one_host_is_400() {
     );
     assert!(status.contains(" 400 "), "{status}");
 }
+
+/// One caller past `--rate-limit` is refused on every binding with the
+/// retryable error of its kind, and told when to come back.
+#[test]
+fn a_caller_over_its_rate_gets_429_or_resource_exhausted_with_retry_after() {
+    let server = serve(&["--rate-limit", "1", "--rate-burst", "2"]);
+    for _ in 0..2 {
+        let (status, _) = raw(&server, &post("{addr}", Some("application/json"), SEND));
+        assert!(status.contains(" 200 "), "{status}");
+    }
+    let addr = server.url.trim_start_matches("http://").to_owned();
+    let full = |req: &str| {
+        use std::io::{Read as _, Write as _};
+        let mut tcp = std::net::TcpStream::connect(&addr).expect("connect");
+        let _ = tcp.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+        tcp.write_all(req.replace("{addr}", &addr).as_bytes())
+            .expect("write");
+        let mut answer = String::new();
+        let _ = tcp.read_to_string(&mut answer);
+        answer
+    };
+    let answer = full(&post("{addr}", Some("application/json"), SEND));
+    assert!(answer.starts_with("HTTP/1.1 429"), "{answer}");
+    assert!(
+        answer.to_ascii_lowercase().contains("retry-after: "),
+        "{answer}"
+    );
+    assert!(
+        answer.contains("-32029") && answer.contains("RESOURCE_EXHAUSTED"),
+        "{answer}"
+    );
+    let answer = full(
+        "GET /api/v1/agents/echo/rest/tasks HTTP/1.1\r\nHost: {addr}\r\nA2A-Version: 1.0\r\nConnection: close\r\n\r\n",
+    );
+    assert!(answer.starts_with("HTTP/1.1 429"), "{answer}");
+    assert!(answer.contains("RESOURCE_EXHAUSTED"), "{answer}");
+    // gRPC: a few calls in a row, one token a second, so most are refused.
+    let echo = format!("{}/api/v1/agents/echo", server.url);
+    let refused = (0..4)
+        .map(|_| heddle(&["send", &echo, "hi", "--binding", "grpc"]))
+        .filter(|o| {
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            !o.status.success() && text.to_lowercase().contains("too many requests")
+        })
+        .count();
+    assert!(refused >= 1, "no gRPC call was refused");
+}

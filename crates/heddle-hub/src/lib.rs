@@ -27,7 +27,9 @@ use std::sync::Arc;
 
 use axum::{Json, Router, routing::get};
 use heddle_core::v1;
-use heddle_server::{AgentExecutor, AgentRoutes, Limits, RequestHandler, card_router};
+use heddle_server::{
+    AgentExecutor, AgentRoutes, Limits, RequestHandler, card_router, limit::CallerLimits,
+};
 use heddle_store::TaskStore;
 use serde_json::json;
 
@@ -112,6 +114,7 @@ pub struct Hub {
     #[cfg(feature = "grpc")]
     grpc: Option<tonic::service::Routes>,
     auth: Option<heddle_auth::Authenticator>,
+    caller_limits: CallerLimits,
 }
 
 /// An agent added to a [`HubBuilder`], made into a handler at build time so
@@ -135,6 +138,7 @@ pub struct HubBuilder {
     card_hook: Option<CardHook>,
     push: Option<heddle_server::PushOptions>,
     published_keys: Vec<serde_json::Value>,
+    caller_limits: CallerLimits,
 }
 
 /// Runs on each agent's finished card before it is served (see [`HubBuilder::card_hook`]).
@@ -155,6 +159,7 @@ impl Hub {
             card_hook: None,
             push: None,
             published_keys: Vec::new(),
+            caller_limits: CallerLimits::unlimited(),
         }
     }
 
@@ -193,6 +198,10 @@ impl Hub {
     #[cfg(feature = "grpc")]
     pub fn grpc_app(&self) -> Option<Router> {
         let app = self.grpc.clone()?.into_axum_router();
+        // Inside the authenticator, so the rate is counted per caller.
+        let app = self
+            .caller_limits
+            .layer(app, heddle_server::limit::Binding::Grpc);
         Some(match &self.auth {
             Some(auth) => app.layer(auth.layer()),
             None => app,
@@ -319,6 +328,14 @@ fn shorten(s: &str) -> &str {
 }
 
 impl HubBuilder {
+    /// Per-caller request rate and running-task limits, for the hub as a
+    /// whole (default: none).
+    #[must_use]
+    pub fn caller_limits(mut self, limits: CallerLimits) -> Self {
+        self.caller_limits = limits;
+        self
+    }
+
     /// Limits applied to every agent.
     #[must_use]
     pub fn limits(mut self, limits: Limits) -> Self {
@@ -459,8 +476,10 @@ impl HubBuilder {
                 let mut handler =
                     RequestHandler::builder(a.id.clone(), card, a.executor, self.store.clone())
                         .limits(self.limits.clone())
-                        // `max_streams` holds for the hub, not for each agent.
-                        .stream_slots(streams.clone());
+                        // `max_streams` and the caller limits hold for the
+                        // hub, not for each agent.
+                        .stream_slots(streams.clone())
+                        .caller_limits(self.caller_limits.clone());
                 if let Some(extended) = extended {
                     handler = handler.extended_card(extended);
                 }
@@ -499,6 +518,7 @@ impl HubBuilder {
             #[cfg(feature = "grpc")]
             grpc: None,
             auth: self.auth,
+            caller_limits: self.caller_limits,
         };
         #[cfg(feature = "grpc")]
         if hub.bindings.grpc {

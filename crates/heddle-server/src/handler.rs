@@ -25,6 +25,8 @@ mod stream_slots;
 use stream_slots::StreamSlot;
 pub use stream_slots::StreamSlots;
 
+use crate::limit::{CallerLimits, RunningSlot};
+
 use crate::{
     agent::{AgentExecutor, Caller, RequestContext},
     events::{TaskEvents, current_state},
@@ -143,6 +145,7 @@ struct Inner {
     extended_card: Option<v1::AgentCard>,
     limits: Limits,
     streams: StreamSlots,
+    caller_limits: CallerLimits,
     push: Option<PushNotifier>,
 }
 
@@ -157,9 +160,18 @@ pub struct HandlerBuilder {
     extended_card: Option<v1::AgentCard>,
     push: Option<PushNotifier>,
     streams: Option<StreamSlots>,
+    caller_limits: Option<CallerLimits>,
 }
 
 impl HandlerBuilder {
+    /// Holds callers to `limits` (request rate on the routes
+    /// [`crate::AgentRoutes`] makes, running tasks here), shared with the
+    /// other agents given the same (default: none).
+    pub fn caller_limits(mut self, limits: CallerLimits) -> Self {
+        self.caller_limits = Some(limits);
+        self
+    }
+
     /// Limits in force (default: [`Limits::default`]).
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
@@ -204,6 +216,7 @@ impl HandlerBuilder {
                 extended_card: self.extended_card,
                 limits: self.limits,
                 streams,
+                caller_limits: self.caller_limits.unwrap_or_else(CallerLimits::unlimited),
                 push: self.push,
             }),
         }
@@ -303,6 +316,7 @@ impl RequestHandler {
             extended_card: None,
             push: None,
             streams: None,
+            caller_limits: None,
         }
     }
 
@@ -319,6 +333,11 @@ impl RequestHandler {
     /// The limits in force.
     pub fn limits(&self) -> &Limits {
         &self.inner.limits
+    }
+
+    /// The per-caller limits this handler's callers are held to.
+    pub fn caller_limits(&self) -> &CallerLimits {
+        &self.inner.caller_limits
     }
 
     /// Number of tasks held live (running or subscribed).
@@ -485,6 +504,7 @@ impl RequestHandler {
         } else {
             None
         };
+        let running = self.inner.caller_limits.take_running(&cx.caller)?;
         let scope = self.scope(&cx.caller);
         if message.task_id.is_empty()
             && let Some(legacy) = &cx.legacy_task_id
@@ -554,7 +574,7 @@ impl RequestHandler {
             protocol_version: cx.version,
             cancel: live.cancel.clone(),
         });
-        self.spawn_execution(live.clone(), ctx).await;
+        self.spawn_execution(live.clone(), ctx, running).await;
 
         if let Some(rx) = rx {
             // The first event is the task (created) or the agent's direct message.
@@ -660,7 +680,12 @@ impl RequestHandler {
     /// waiting at all (the echo agent, a cached answer), and those cost no
     /// spawn and no cross-task wake-up. A panicking agent fails its task
     /// instead of leaving it WORKING and its caller waiting.
-    async fn spawn_execution(&self, live: Arc<LiveTask>, ctx: Box<RequestContext>) {
+    async fn spawn_execution(
+        &self,
+        live: Arc<LiveTask>,
+        ctx: Box<RequestContext>,
+        running: RunningSlot,
+    ) {
         live.running.store(true, Ordering::Release);
         let events = TaskEvents::new(live.clone(), ctx.context_id.clone());
         let executor = self.inner.executor.clone();
@@ -683,6 +708,7 @@ impl RequestHandler {
             };
             // Boxed so its state is not part of the task for the agent's life.
             Box::pin(handler.finish_execution(&run_live, &events, error)).await;
+            drop(running);
         });
         let first = std::future::poll_fn(|cx| Poll::Ready(run.as_mut().poll(cx))).await;
         if first.is_ready() {

@@ -153,7 +153,7 @@ fn json_response<T: Serialize>(body: &T) -> Response {
 
 /// A JSON-RPC error answer: HTTP 200, except for a retryable refusal,
 /// which is 429 with `Retry-After` so that HTTP clients and proxies back off.
-fn error_response(id: Id, err: &A2aError) -> Response {
+pub(crate) fn error_response(id: Id, err: &A2aError) -> Response {
     let err = &*crate::redact::for_caller(err);
     let mut resp = json_response(&RpcResponse::error(id, err));
     if err.code == ErrorCode::ResourceExhausted {

@@ -48,6 +48,7 @@ pub mod handler;
 mod json;
 mod jsonrpc;
 pub mod lifecycle;
+pub mod limit;
 pub mod listen;
 mod live;
 pub mod push;

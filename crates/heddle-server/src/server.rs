@@ -12,7 +12,7 @@ use axum::{
     routing::{get, post},
 };
 
-use crate::{card::CardDocument, handler::RequestHandler, jsonrpc};
+use crate::{card::CardDocument, handler::RequestHandler, jsonrpc, limit::Binding};
 
 /// Well-known card paths: the current name and the pre-0.3 one.
 pub const CARD_PATHS: [&str; 2] = ["/.well-known/agent-card.json", "/.well-known/agent.json"];
@@ -70,6 +70,9 @@ impl AgentRoutes {
     /// limit of the handler's [`crate::Limits`].
     pub fn router(self) -> Router {
         let max_body = self.handler.limits().max_body_bytes;
+        // The request rate per caller, checked on the binding routes (not the
+        // cards), inside any authentication layer put around this router.
+        let limits = self.handler.caller_limits().clone();
         let mut router = cards_at(&self.prefix, self.handler.card());
         if let Some(path) = &self.jsonrpc_path {
             let rpc_path = match (self.prefix.as_str(), path.as_str()) {
@@ -81,13 +84,13 @@ impl AgentRoutes {
                 .route(&rpc_path, post(jsonrpc::endpoint))
                 .layer(DefaultBodyLimit::max(max_body))
                 .with_state(self.handler.clone());
-            router = router.merge(rpc);
+            router = router.merge(limits.layer(rpc, Binding::JsonRpc));
         }
         if let Some(path) = &self.rest_path {
             let rest = crate::rest::routes(&format!("{}{path}", self.prefix))
                 .layer(DefaultBodyLimit::max(max_body))
                 .with_state(self.handler.clone());
-            router = router.merge(rest);
+            router = router.merge(limits.layer(rest, Binding::Rest));
         }
         router
     }

@@ -1,0 +1,264 @@
+//! Per-caller limits: how many requests a caller may make per second, and
+//! how many of its tasks may run at once. One [`CallerLimits`] is shared by
+//! every agent of a server, so the limits hold for the server, not per agent.
+//!
+//! The request rate is checked by a layer on each binding's routes
+//! ([`CallerLimits::layer`]), after authentication, so it knows the caller:
+//! an authenticated caller is counted by its id, an anonymous one by its IP
+//! address. A caller past its rate gets ResourceExhausted in its binding's
+//! form: JSON-RPC -32029 and REST both with HTTP 429 and `Retry-After`, gRPC
+//! `RESOURCE_EXHAUSTED`. Running tasks are counted by the handler
+//! ([`crate::HandlerBuilder::caller_limits`]): a send that would start one
+//! past the caller's share is refused the same way.
+
+use std::{
+    collections::HashMap,
+    net::{IpAddr, SocketAddr},
+    num::NonZeroU32,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU32, Ordering},
+    },
+    time::Duration,
+};
+
+use axum::{
+    Router,
+    extract::{ConnectInfo, Request, State},
+    middleware::Next,
+    response::{IntoResponse, Response},
+};
+use governor::{
+    DefaultKeyedRateLimiter, Quota, RateLimiter,
+    clock::{Clock, DefaultClock},
+};
+use heddle_core::error::A2aError;
+
+use crate::Caller;
+
+/// Which binding's error form a refusal takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Binding {
+    /// A JSON-RPC error object (id null).
+    JsonRpc,
+    /// A `google.rpc.Status` JSON body.
+    Rest,
+    /// A gRPC status in the trailers-only answer.
+    Grpc,
+}
+
+/// The per-caller limits of a server; cheap to clone, clones share them.
+#[derive(Clone, Debug)]
+pub struct CallerLimits {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    rate: Option<DefaultKeyedRateLimiter<String>>,
+    clock: DefaultClock,
+    max_running: usize,
+    running: Mutex<HashMap<String, usize>>,
+    /// Checks since the rate table was last pruned.
+    checks: AtomicU32,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallerLimits")
+            .field("rate", &self.rate.is_some())
+            .field("max_running", &self.max_running)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Checks between two prunings of callers not seen for a while.
+const PRUNE_EVERY: u32 = 4096;
+
+/// One running task's place in its caller's share, given back when dropped.
+#[derive(Debug)]
+pub(crate) struct RunningSlot {
+    inner: Arc<Inner>,
+    key: String,
+}
+
+impl CallerLimits {
+    /// `per_second` requests a second for each caller, in bursts of up to
+    /// `burst` (`None`: no rate limit), and at most `max_running` of one
+    /// caller's tasks running at once.
+    pub fn new(per_second: Option<NonZeroU32>, burst: NonZeroU32, max_running: usize) -> Self {
+        let rate = per_second.map(|r| RateLimiter::keyed(Quota::per_second(r).allow_burst(burst)));
+        Self {
+            inner: Arc::new(Inner {
+                rate,
+                clock: DefaultClock::default(),
+                max_running,
+                running: Mutex::new(HashMap::new()),
+                checks: AtomicU32::new(0),
+            }),
+        }
+    }
+
+    /// No rate limit and no cap on running tasks.
+    pub fn unlimited() -> Self {
+        Self::new(None, NonZeroU32::MIN, usize::MAX)
+    }
+
+    /// Counts one request of `key`; ResourceExhausted past the rate.
+    pub fn check_rate(&self, key: &str) -> Result<(), A2aError> {
+        let Some(rate) = &self.inner.rate else {
+            return Ok(());
+        };
+        if self.inner.checks.fetch_add(1, Ordering::Relaxed) >= PRUNE_EVERY {
+            self.inner.checks.store(0, Ordering::Relaxed);
+            rate.retain_recent();
+        }
+        match rate.check_key(&key.to_owned()) {
+            Ok(()) => Ok(()),
+            Err(not_until) => {
+                let wait = not_until.wait_time_from(self.inner.clock.now());
+                Err(A2aError::exhausted(
+                    "too many requests from this caller; slow down",
+                    wait.max(Duration::from_millis(1)),
+                ))
+            }
+        }
+    }
+
+    /// A place for one more running task of `caller`.
+    pub(crate) fn take_running(&self, caller: &Caller) -> Result<RunningSlot, A2aError> {
+        let key = caller.id.clone();
+        let mut running = self.inner.lock();
+        let n = running.entry(key.clone()).or_insert(0);
+        if *n >= self.inner.max_running {
+            let n = *n;
+            return Err(A2aError::exhausted(
+                format!("you have {n} tasks running, the most one caller may; retry when one ends"),
+                Duration::from_secs(1),
+            ));
+        }
+        *n += 1;
+        drop(running);
+        Ok(RunningSlot {
+            inner: self.inner.clone(),
+            key,
+        })
+    }
+
+    /// `router` (one binding's routes) behind the request-rate check,
+    /// refusing in `binding`'s form. Put it inside the authentication
+    /// layer, so the caller is known.
+    pub fn layer(&self, router: Router, binding: Binding) -> Router {
+        if self.inner.rate.is_none() {
+            return router;
+        }
+        router.layer(axum::middleware::from_fn_with_state(
+            (self.clone(), binding),
+            check,
+        ))
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
+        self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for RunningSlot {
+    fn drop(&mut self) {
+        let mut running = self.inner.lock();
+        if let Some(n) = running.get_mut(&self.key) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                running.remove(&self.key);
+            }
+        }
+    }
+}
+
+/// The key a request is counted under: the caller's id, or for an anonymous
+/// caller its address.
+fn key_of(req: &Request) -> String {
+    match req.extensions().get::<Caller>() {
+        Some(c) if !c.id.is_empty() => c.id.clone(),
+        _ => match req.extensions().get::<ConnectInfo<SocketAddr>>() {
+            Some(ConnectInfo(peer)) => ip_key(peer.ip()),
+            None => "anonymous".to_owned(),
+        },
+    }
+}
+
+fn ip_key(ip: IpAddr) -> String {
+    format!("ip:{}", ip.to_canonical())
+}
+
+async fn check(
+    State((limits, binding)): State<(CallerLimits, Binding)>,
+    req: Request,
+    next: Next,
+) -> Response {
+    match limits.check_rate(&key_of(&req)) {
+        Ok(()) => next.run(req).await,
+        Err(e) => refusal(binding, &e),
+    }
+}
+
+/// `err` as `binding` answers it.
+pub(crate) fn refusal(binding: Binding, err: &A2aError) -> Response {
+    match binding {
+        Binding::JsonRpc => crate::jsonrpc::error_response(heddle_core::jsonrpc::Id::Null, err),
+        Binding::Rest => crate::rest::error(err),
+        Binding::Grpc => grpc_refusal(err),
+    }
+}
+
+#[cfg(feature = "grpc")]
+fn grpc_refusal(err: &A2aError) -> Response {
+    crate::grpc::status(err)
+        .into_http::<axum::body::Body>()
+        .into_response()
+}
+
+#[cfg(not(feature = "grpc"))]
+fn grpc_refusal(err: &A2aError) -> Response {
+    crate::rest::error(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use heddle_core::error::ErrorCode;
+
+    use super::*;
+
+    #[test]
+    fn a_caller_past_its_rate_is_told_when_to_retry_and_others_are_not() {
+        let limits = CallerLimits::new(NonZeroU32::new(1), NonZeroU32::MIN.saturating_add(1), 10);
+        assert!(limits.check_rate("key:a").is_ok());
+        assert!(limits.check_rate("key:a").is_ok());
+        let e = limits.check_rate("key:a").expect_err("past the burst");
+        assert_eq!(e.code, ErrorCode::ResourceExhausted);
+        assert_eq!(e.retry_after_secs(), Some(1));
+        assert!(limits.check_rate("key:b").is_ok(), "another caller");
+    }
+
+    #[test]
+    fn running_tasks_are_counted_per_caller() {
+        let limits = CallerLimits::new(None, NonZeroU32::MIN, 1);
+        let a = Caller::authenticated("key:a");
+        let slot = limits.take_running(&a).expect("first");
+        assert!(limits.take_running(&a).is_err());
+        assert!(limits.take_running(&Caller::authenticated("key:b")).is_ok());
+        drop(slot);
+        assert!(limits.take_running(&a).is_ok());
+    }
+
+    #[test]
+    fn anonymous_callers_are_counted_by_address() {
+        let mut req = Request::new(axum::body::Body::empty());
+        req.extensions_mut()
+            .insert(ConnectInfo(SocketAddr::from(([192, 0, 2, 7], 5000))));
+        assert_eq!(key_of(&req), "ip:192.0.2.7");
+        req.extensions_mut().insert(Caller::authenticated("key:k"));
+        assert_eq!(key_of(&req), "key:k");
+    }
+}
