@@ -82,10 +82,6 @@ fn bench(c: &mut Criterion) {
     g.bench_function("serde_json_value", |b| {
         b.iter(|| serde_json::to_vec(black_box(&value)).expect("json"))
     });
-    // The same bytes, written by `heddle_core::json` (what the server uses).
-    g.bench_function("typed_heddle_json", |b| {
-        b.iter(|| heddle_core::json::to_vec_with_capacity(black_box(&task), 1024).expect("json"))
-    });
     g.finish();
 }
 

@@ -127,6 +127,14 @@ pub fn parse_calls(bytes: &[u8], max_batch: usize) -> Result<Calls, A2aError> {
     {
         return Ok(Calls::Single(item));
     }
+    parse_calls_carefully(bytes, max_batch)
+}
+
+/// [`parse_calls`] without its fast single pass: the careful path alone,
+/// which the fast pass must agree with on every input (the `jsonrpc_calls`
+/// fuzz target checks that). Not for serving: it is slower.
+#[doc(hidden)]
+pub fn parse_calls_carefully(bytes: &[u8], max_batch: usize) -> Result<Calls, A2aError> {
     Ok(match jsonrpc::parse_body(bytes, max_batch)? {
         jsonrpc::Body::Single(r) => Calls::Single(careful(r)),
         jsonrpc::Body::Batch(items) => Calls::Batch(items.into_iter().map(careful).collect()),

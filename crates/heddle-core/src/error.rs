@@ -485,7 +485,7 @@ mod tests {
                 assert_ne!(a.reason, b.reason);
             }
         }
-        assert_eq!(CATALOGUE.len(), 14);
+        assert_eq!(CATALOGUE.len(), 15);
     }
 
     #[test]

@@ -30,7 +30,6 @@ pub mod card;
 pub mod compat;
 pub mod error;
 pub mod grpc_frame;
-pub mod json;
 pub mod jsonrpc;
 pub mod method;
 pub mod sse;

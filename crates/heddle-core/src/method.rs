@@ -179,6 +179,23 @@ impl Method {
     pub fn is_streaming(self) -> bool {
         self.names().streaming
     }
+
+    /// The gRPC method name in `version`'s service (v1.0 `lf.a2a.v1`,
+    /// v0.3 `a2a.v1`), if that service has the operation.
+    pub fn grpc_name(self, version: ProtocolVersion) -> Option<&'static str> {
+        match version {
+            ProtocolVersion::V1_0 => Some(self.names().v1),
+            ProtocolVersion::V0_3 => self.names().v03_grpc,
+        }
+    }
+
+    /// The operation a gRPC method of `version`'s service names.
+    pub fn from_grpc(name: &str, version: ProtocolVersion) -> Option<Method> {
+        METHODS
+            .iter()
+            .find(|n| n.method.grpc_name(version) == Some(name))
+            .map(|n| n.method)
+    }
 }
 
 #[cfg(test)]
@@ -198,5 +215,20 @@ mod tests {
             Some((Method::SendStreamingMessage, Dialect::Legacy))
         );
         assert_eq!(Method::from_jsonrpc("tasks/unknown"), None);
+        for n in METHODS {
+            for v in [ProtocolVersion::V1_0, ProtocolVersion::V0_3] {
+                if let Some(g) = n.method.grpc_name(v) {
+                    assert_eq!(Method::from_grpc(g, v), Some(n.method));
+                }
+            }
+        }
+        assert_eq!(
+            Method::from_grpc("TaskSubscription", ProtocolVersion::V0_3),
+            Some(Method::SubscribeToTask)
+        );
+        assert_eq!(
+            Method::from_grpc("TaskSubscription", ProtocolVersion::V1_0),
+            None
+        );
     }
 }

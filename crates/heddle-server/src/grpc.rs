@@ -242,7 +242,7 @@ where
         + 'static,
 {
     use tower::ServiceExt as _;
-    for method in Svc::METHODS {
+    for method in Svc::methods() {
         let svc = service
             .clone()
             .map_request(|req: http::Request<axum::body::Body>| req.map(tonic::body::Body::new));

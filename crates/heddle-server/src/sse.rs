@@ -39,7 +39,7 @@ pub(crate) fn event<T: Serialize + ?Sized>(value: &T) -> Bytes {
     // 1 KB: a typical event, so the buffer is not grown while writing.
     let mut out = Vec::with_capacity(1024);
     out.extend_from_slice(b"data: ");
-    if heddle_core::json::to_writer(&mut out, value).is_err() {
+    if serde_json::to_writer(&mut out, value).is_err() {
         out.truncate(b"data: ".len());
     }
     out.extend_from_slice(b"\n\n");

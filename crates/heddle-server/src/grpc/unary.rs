@@ -32,7 +32,11 @@ use prost::Message;
 use tonic::{Request, Response, Status, body::Body as TonicBody, server::NamedService};
 use tower::Service;
 
-use heddle_core::grpc_frame::{self, FrameError};
+use heddle_core::{
+    ProtocolVersion,
+    grpc_frame::{self, FrameError},
+    method::{METHODS, Method},
+};
 use heddle_proto::{v1::a2a_service_server as v1_server, v03::a2a_service_server as v03_server};
 
 use super::{V1Service, V03Service};
@@ -67,14 +71,24 @@ impl<Svc, S> Unary<Svc, S> {
 /// How a unary RPC is answered: the service, the request, the message limit.
 type Answer<Svc> = fn(Svc, HttpRequest, usize) -> BoxFuture;
 
-/// One A2A service's unary RPCs, by method name.
+/// One A2A service's unary RPCs. Their names come from the core method
+/// table ([`heddle_core::method::METHODS`]); this says only how each
+/// operation is answered.
 pub trait UnaryRpcs: Clone + Send + 'static {
     /// The full service name, whose methods are `/{NAME}/{method}`.
     const NAME: &'static str;
-    /// The names of the unary RPCs [`answer`](Self::answer) knows.
-    const METHODS: &'static [&'static str];
+    /// The protocol version the service speaks (which names it uses).
+    const VERSION: ProtocolVersion;
     /// How `method` is answered, if it is one of the service's unary RPCs.
-    fn answer(method: &str) -> Option<Answer<Self>>;
+    fn answer(method: Method) -> Option<Answer<Self>>;
+
+    /// The gRPC names of the unary RPCs [`answer`](Self::answer) serves.
+    fn methods() -> impl Iterator<Item = &'static str> {
+        METHODS
+            .iter()
+            .filter(|n| !n.streaming && Self::answer(n.method).is_some())
+            .filter_map(|n| n.method.grpc_name(Self::VERSION))
+    }
 }
 
 /// An [`Answer`] that runs trait method `$method` of `$trait`.
@@ -88,15 +102,13 @@ macro_rules! answer {
     };
 }
 
-/// `METHODS` and `answer` of a service from one list: method name, trait method.
+/// `answer` of a service: operation, trait method.
 macro_rules! unary_rpcs {
-    ($trait:path { $($name:literal => $method:ident,)* }) => {
-        const METHODS: &'static [&'static str] = &[$($name),*];
-
-        fn answer(method: &str) -> Option<Answer<Self>> {
+    ($trait:path { $($op:ident => $method:ident,)* }) => {
+        fn answer(method: Method) -> Option<Answer<Self>> {
             use $trait as A;
             match method {
-                $($name => answer!(A, $method),)*
+                $(Method::$op => answer!(A, $method),)*
                 _ => None,
             }
         }
@@ -105,32 +117,34 @@ macro_rules! unary_rpcs {
 
 impl UnaryRpcs for V1Service {
     const NAME: &'static str = super::V1_SERVICE;
+    const VERSION: ProtocolVersion = ProtocolVersion::V1_0;
 
     unary_rpcs!(v1_server::A2aService {
-        "SendMessage" => send_message,
-        "GetTask" => get_task,
-        "ListTasks" => list_tasks,
-        "CancelTask" => cancel_task,
-        "CreateTaskPushNotificationConfig" => create_task_push_notification_config,
-        "GetTaskPushNotificationConfig" => get_task_push_notification_config,
-        "ListTaskPushNotificationConfigs" => list_task_push_notification_configs,
-        "DeleteTaskPushNotificationConfig" => delete_task_push_notification_config,
-        "GetExtendedAgentCard" => get_extended_agent_card,
+        SendMessage => send_message,
+        GetTask => get_task,
+        ListTasks => list_tasks,
+        CancelTask => cancel_task,
+        CreatePushConfig => create_task_push_notification_config,
+        GetPushConfig => get_task_push_notification_config,
+        ListPushConfigs => list_task_push_notification_configs,
+        DeletePushConfig => delete_task_push_notification_config,
+        GetExtendedAgentCard => get_extended_agent_card,
     });
 }
 
 impl UnaryRpcs for V03Service {
     const NAME: &'static str = super::V03_SERVICE;
+    const VERSION: ProtocolVersion = ProtocolVersion::V0_3;
 
     unary_rpcs!(v03_server::A2aService {
-        "SendMessage" => send_message,
-        "GetTask" => get_task,
-        "CancelTask" => cancel_task,
-        "CreateTaskPushNotificationConfig" => create_task_push_notification_config,
-        "GetTaskPushNotificationConfig" => get_task_push_notification_config,
-        "ListTaskPushNotificationConfig" => list_task_push_notification_config,
-        "DeleteTaskPushNotificationConfig" => delete_task_push_notification_config,
-        "GetAgentCard" => get_agent_card,
+        SendMessage => send_message,
+        GetTask => get_task,
+        CancelTask => cancel_task,
+        CreatePushConfig => create_task_push_notification_config,
+        GetPushConfig => get_task_push_notification_config,
+        ListPushConfigs => list_task_push_notification_config,
+        DeletePushConfig => delete_task_push_notification_config,
+        GetExtendedAgentCard => get_agent_card,
     });
 }
 
@@ -158,6 +172,7 @@ where
             .strip_prefix('/')
             .and_then(|p| p.strip_prefix(Svc::NAME))
             .and_then(|p| p.strip_prefix('/'))
+            .and_then(|name| Method::from_grpc(name, Svc::VERSION))
             .and_then(Svc::answer)
             .filter(|_| !compressed(&req));
         match answer {
@@ -165,6 +180,28 @@ where
             None => self.generated.call(req),
         }
     }
+}
+
+/// The client's deadline, from `grpc-timeout` (gRPC over HTTP/2: at most
+/// eight digits and a unit, `H`, `M`, `S`, `m`, `u` or `n`). A malformed
+/// value is ignored, as the protocol says.
+fn grpc_timeout(headers: &HeaderMap) -> Option<std::time::Duration> {
+    use std::time::Duration;
+    let v = headers.get("grpc-timeout")?.to_str().ok()?;
+    let (digits, unit) = v.split_at(v.len().checked_sub(1)?);
+    if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(n.checked_mul(3600)?),
+        "M" => Duration::from_secs(n.checked_mul(60)?),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    })
 }
 
 /// Whether the request declares a compressed message encoding; those go to
@@ -187,9 +224,18 @@ where
     F: FnOnce(Request<Req>) -> Fut,
     Fut: Future<Output = Result<Response<Resp>, Status>>,
 {
-    let answer = match read_request(req, max_message_bytes).await {
-        Ok(request) => method(request).await,
-        Err(status) => Err(status),
+    let deadline = grpc_timeout(req.headers());
+    let work = async {
+        match read_request(req, max_message_bytes).await {
+            Ok(request) => method(request).await,
+            Err(status) => Err(status),
+        }
+    };
+    let answer = match deadline {
+        Some(d) => tokio::time::timeout(d, work)
+            .await
+            .unwrap_or_else(|_| Err(Status::deadline_exceeded("the call's grpc-timeout passed"))),
+        None => work.await,
     };
     Ok(match answer {
         Ok(response) => respond(response.get_ref()),
@@ -311,19 +357,38 @@ mod tests {
 
     /// `METHODS` is what gets an exact route; `answer` is what serves it.
     #[test]
-    fn every_listed_method_is_answered_and_streams_are_not() {
-        fn check<S: UnaryRpcs>(streaming: &[&str]) {
-            for m in S::METHODS {
-                assert!(S::answer(m).is_some(), "{}/{m}", S::NAME);
+    fn every_unary_operation_of_the_table_is_answered_and_streams_are_not() {
+        fn check<S: UnaryRpcs>() -> usize {
+            for n in METHODS {
+                let served = S::answer(n.method).is_some();
+                let unary_here = !n.streaming && n.method.grpc_name(S::VERSION).is_some();
+                assert_eq!(served, unary_here, "{}/{:?}", S::NAME, n.method);
             }
-            for m in streaming {
-                assert!(S::answer(m).is_none(), "{}/{m}", S::NAME);
-            }
+            S::methods().count()
         }
-        check::<V1Service>(&["SendStreamingMessage", "SubscribeToTask"]);
-        check::<V03Service>(&["SendStreamingMessage", "TaskSubscription"]);
-        assert_eq!(V1Service::METHODS.len(), 9);
-        assert_eq!(V03Service::METHODS.len(), 8);
+        assert_eq!(check::<V1Service>(), 9);
+        assert_eq!(check::<V03Service>(), 8);
+        assert!(V03Service::methods().any(|m| m == "GetAgentCard"));
+    }
+
+    #[test]
+    fn grpc_timeout_is_read_as_the_protocol_writes_it() {
+        use std::time::Duration;
+        let t = |v: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(
+                "grpc-timeout",
+                HeaderValue::from_str(v).unwrap_or(GRPC_CONTENT_TYPE),
+            );
+            grpc_timeout(&h)
+        };
+        assert_eq!(t("100m"), Some(Duration::from_millis(100)));
+        assert_eq!(t("2S"), Some(Duration::from_secs(2)));
+        assert_eq!(t("1H"), Some(Duration::from_secs(3600)));
+        assert_eq!(t("99999999H"), Some(Duration::from_secs(99_999_999 * 3600)));
+        for bad in ["", "m", "123456789m", "10x", "-1S", "1.5S"] {
+            assert_eq!(t(bad), None, "{bad:?}");
+        }
     }
 
     #[test]
