@@ -20,6 +20,7 @@ v = meta["versions"]
 
 NAMES = {
     "floor": "bare hyper + serde_json (floor)",
+    "lean": "bare hyper + typed serde (lean floor)",
     "heddle": "Heddle, memory store",
     "sqlite": "Heddle, SQLite store",
     "other": "official Rust SDK (a2a-server-lf)",
@@ -185,6 +186,25 @@ def target(label, value, goal, op, unit="×"):
     met = value >= goal if op == "≥" else value <= goal
     print(f"| {label} | {value:.2f}{unit} | {op} {goal}{unit} | {'met' if met else '**not met**'} |")
 
+
+print("## Targets (issue 18), as ratios in this run\n")
+print("| figure | measured | target | |")
+print("|---|---|---|---|")
+for c in (16, 64):
+    target(f"Heddle / floor, unary JSON-RPC requests/s at {c}",
+           ratio(med("unary", "heddle", c, "rps"), med("unary", "floor", c, "rps")), 0.85, "≥")
+    target(f"Heddle CPU per request / lean floor's at {c}",
+           ratio(cpu_per("unary", "heddle", c), cpu_per("unary", "lean", c)), 2, "≤")
+sc18 = meta.get("streams")
+target(f"Heddle / floor, streaming events/s at {sc18} streams",
+       ratio(med("stream", "heddle", sc18, "events_per_s"), med("stream", "floor", sc18, "events_per_s")), 0.65, "≥")
+h18, hf18 = meta.get("held") or {}, meta.get("held_floor") or {}
+if h18.get("open") and hf18.get("open"):
+    per18 = lambda m: (m["held_kb"] - m["idle_kb"]) / max(1, m["open"])
+    target("Heddle's memory per idle SSE stream / bare hyper's", per18(h18) / per18(hf18), 1.5, "≤")
+else:
+    target("Heddle's memory per idle SSE stream / bare hyper's", None, 1.5, "≤")
+print()
 
 print("## Targets (issue 8), as ratios in this run\n")
 print("| figure | measured | target | |")

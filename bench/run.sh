@@ -35,7 +35,7 @@ cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 SECS=${SECS:-3}
 SCENARIOS=${SCENARIOS:-unary rest grpc stream get}
-SERVERS=${SERVERS:-floor heddle sqlite other ra2a python js}
+SERVERS=${SERVERS:-floor lean heddle sqlite other ra2a python js}
 CONNS=${CONNS:-1 16 64}
 STREAMS=${STREAMS:-64}
 MILLION=${MILLION:-1}
@@ -93,6 +93,8 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # user + system, in clo
 idle_rss=()
 
 has floor && start floor 19090 $R/heddle-bench-floor 127.0.0.1:19090 127.0.0.1:19390
+# The lean floor: the same exchange with typed serde structs in and out.
+has lean && start lean 19089 $R/heddle-bench-floor 127.0.0.1:19089 --lean
 # The load generator is one anonymous caller: the per-caller rate limit is off.
 has heddle && start heddle 19191 $R/heddle serve --store memory --listen 127.0.0.1:19191 \
   --grpc-listen 127.0.0.1:19291 --writer-stream-pause-ms 0 --rate-limit 0
@@ -139,6 +141,7 @@ send() { # server url -> the task id of a SendMessage answer
 # cell "scenario/server" -> "URL [BODY_FILE]"; the server's pid is charged for CPU.
 declare -A cell=(
   [unary/floor]="http://127.0.0.1:19090/"
+  [unary/lean]="http://127.0.0.1:19089/"
   [unary/heddle]="http://127.0.0.1:19191/api/v1/agents/echo/a2a"
   [unary/sqlite]="http://127.0.0.1:19192/api/v1/agents/echo/a2a"
   [unary/other]="http://127.0.0.1:19193/echo"
@@ -164,6 +167,7 @@ declare -A cell=(
 if [[ " $SCENARIOS " == *" get "* ]]; then
   declare -A get_url=(
     [floor]="http://127.0.0.1:19090/"
+    [lean]="http://127.0.0.1:19089/"
     [heddle]="http://127.0.0.1:19191/api/v1/agents/echo/a2a"
     [sqlite]="http://127.0.0.1:19192/api/v1/agents/echo/a2a"
     [other]="http://127.0.0.1:19193/echo"

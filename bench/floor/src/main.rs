@@ -12,12 +12,17 @@
 //! answers unary: a `GetTask` request gets the stored-task shape (with a
 //! fixed text), anything else the echo task.
 //!
+//! With `--lean` (`heddle-bench-floor ADDR --lean`) every unary request is
+//! answered by the lean floor (`lean.rs`): typed structs in and out instead
+//! of `serde_json::Value`, the reference for Heddle's CPU per request.
+//!
 //! With a second address (`heddle-bench-floor ADDR GRPC_ADDR`) it also serves
 //! the gRPC floor there: bare hyper HTTP/2 + prost, answering
 //! `/lf.a2a.v1.A2AService/SendMessage` with the same echo task as protobuf
 //! (one DATA frame, `grpc-status: 0` in the trailers); see `grpc.rs`.
 
 mod grpc;
+mod lean;
 
 use std::{
     convert::Infallible,
@@ -151,6 +156,24 @@ fn first_events(all: &[u8], n: usize) -> Bytes {
     Bytes::copy_from_slice(&all[..end])
 }
 
+/// The lean floor's unary answer (see `lean.rs`).
+async fn lean_echo(req: Request<Incoming>) -> Result<Response<FloorBody>, Infallible> {
+    let answer = match req.into_body().collect().await {
+        Ok(b) => lean::answer(&b.to_bytes()),
+        Err(_) => None,
+    };
+    Ok(match answer {
+        Some(bytes) => Response::builder()
+            .header("content-type", "application/json")
+            .body(bytes.into())
+            .unwrap_or_default(),
+        None => Response::builder()
+            .status(400)
+            .body(FloorBody::default())
+            .unwrap_or_default(),
+    })
+}
+
 async fn echo(req: Request<Incoming>) -> Result<Response<FloorBody>, Infallible> {
     let path = req.uri().path().to_owned();
     let body = match req.into_body().collect().await {
@@ -226,12 +249,16 @@ fn main() -> std::io::Result<()> {
 }
 
 async fn serve() -> std::io::Result<()> {
-    let addr = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "127.0.0.1:9090".into());
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let lean = args.iter().any(|a| a == "--lean");
+    let mut addrs = args.into_iter().filter(|a| a != "--lean");
+    let addr = addrs.next().unwrap_or_else(|| "127.0.0.1:9090".into());
     let listener = tokio::net::TcpListener::bind(&addr).await?;
-    println!("floor listening on http://{addr}");
-    if let Some(grpc_addr) = std::env::args().nth(2) {
+    println!(
+        "{} listening on http://{addr}",
+        if lean { "lean floor" } else { "floor" }
+    );
+    if let Some(grpc_addr) = addrs.next() {
         let grpc = tokio::net::TcpListener::bind(&grpc_addr).await?;
         println!("gRPC floor listening on {grpc_addr}");
         tokio::spawn(grpc::serve(grpc));
@@ -240,9 +267,16 @@ async fn serve() -> std::io::Result<()> {
         let (stream, _) = listener.accept().await?;
         let _ = stream.set_nodelay(true);
         tokio::spawn(async move {
-            let _ = http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service_fn(echo))
-                .await;
+            let io = TokioIo::new(stream);
+            let _ = if lean {
+                http1::Builder::new()
+                    .serve_connection(io, service_fn(lean_echo))
+                    .await
+            } else {
+                http1::Builder::new()
+                    .serve_connection(io, service_fn(echo))
+                    .await
+            };
         });
     }
 }
