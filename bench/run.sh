@@ -2,14 +2,14 @@
 # Heddle's benchmark suite, in one run: Heddle (release), the official Python SDK (a2a-sdk, uvicorn,
 # one worker), the official JS SDK (@a2a-js/sdk, express), the official Rust SDK (a2a-lf +
 # a2a-server-lf, bench/other-rust), the ra2a crate from crates.io (bench/other-rust-ra2a) and the
-# bare hyper + serde_json floor (bench/floor), side by side.
+# bare hyper + serde_json floor and the lean floor, typed serde in and out (bench/floor), side by side.
 #
 #   bench/run.sh
 #
 # Knobs (environment):
 #   ROUNDS=3 SECS=3        interleaved rounds, seconds per cell (plus a 1 s warm-up); medians reported
 #   SCENARIOS="unary rest grpc stream get"   which throughput scenarios run
-#   SERVERS="floor heddle sqlite other ra2a python js"   which servers run them
+#   SERVERS="floor lean heddle sqlite other ra2a python js"   which servers run them
 #   CONNS="1 16 64"        connections for unary JSON-RPC (REST, gRPC and GetTask use 16 and 64)
 #   STREAMS=64             concurrent SSE streams in the streaming scenario
 #   MILLION=1              the 1M-send memory run (0 skips it)
