@@ -30,7 +30,6 @@ use std::{
 
 use axum::{
     extract::Request,
-    middleware::Next,
     response::{IntoResponse, Response},
 };
 use http::{HeaderValue, StatusCode, Version, header};
@@ -100,7 +99,7 @@ impl HostGuard {
 
     /// `router` behind the guard.
     pub fn wrap(&self, router: axum::Router) -> axum::Router {
-        router.layer(axum::middleware::from_fn_with_state(self.clone(), check))
+        router.layer(self.clone())
     }
 
     /// What the guard says of a request's head: `None` to let it through.
@@ -113,10 +112,10 @@ impl HostGuard {
                 "an HTTP/1.1 request needs exactly one Host header field",
             ));
         }
-        let named = first
-            .map(HeaderValue::to_str)
-            .map(|h| h.ok().map(str::to_owned))
-            .unwrap_or_else(|| req.uri().authority().map(|a| a.as_str().to_owned()));
+        let named = match first {
+            Some(h) => h.to_str().ok(),
+            None => req.uri().authority().map(|a| a.as_str()),
+        };
         match named {
             Some(host) if self.allows(&host) => None,
             Some(_) => Some(refuse(
@@ -129,14 +128,48 @@ impl HostGuard {
     }
 }
 
-async fn check(
-    axum::extract::State(guard): axum::extract::State<HostGuard>,
-    req: Request,
-    next: Next,
-) -> Response {
-    match guard.refusal(&req) {
-        Some(refused) => refused,
-        None => next.run(req).await,
+/// The guard is its own layer: a plain [`tower::Service`] around the
+/// routes, with no boxed future on the way through (what
+/// `axum::middleware::from_fn` would cost on every request).
+impl<S> tower::Layer<S> for HostGuard {
+    type Service = Guarded<S>;
+
+    fn layer(&self, inner: S) -> Guarded<S> {
+        Guarded {
+            guard: self.clone(),
+            inner,
+        }
+    }
+}
+
+/// A service behind a [`HostGuard`].
+#[derive(Clone, Debug)]
+pub struct Guarded<S> {
+    guard: HostGuard,
+    inner: S,
+}
+
+impl<S> tower::Service<Request> for Guarded<S>
+where
+    S: tower::Service<Request, Response = Response>,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future =
+        futures::future::Either<std::future::Ready<Result<Response, S::Error>>, S::Future>;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        match self.guard.refusal(&req) {
+            Some(refused) => futures::future::Either::Left(std::future::ready(Ok(refused))),
+            None => futures::future::Either::Right(self.inner.call(req)),
+        }
     }
 }
 
