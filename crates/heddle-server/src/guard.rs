@@ -117,7 +117,7 @@ impl HostGuard {
             None => req.uri().authority().map(|a| a.as_str()),
         };
         match named {
-            Some(host) if self.allows(&host) => None,
+            Some(host) if self.allows(host) => None,
             Some(_) => Some(refuse(
                 StatusCode::MISDIRECTED_REQUEST,
                 "this server does not answer for that Host (see --allow-host)",
