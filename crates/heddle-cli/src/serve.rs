@@ -285,8 +285,20 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         conn_limits,
         stopped(stop_rx.clone()),
     );
+    // The gRPC listener answers for its own address (and the public and
+    // allowed hosts): a rebinding page gets no further there than on HTTP.
+    let grpc_app = match (hub.grpc_app(), grpc_addr) {
+        (Some(app), Some(addr)) => Some(crate::serve_limits::guarded(
+            app,
+            addr,
+            &public_url,
+            &args.allow_hosts,
+            &[],
+        )?),
+        (app, _) => app,
+    };
     let grpc = async {
-        match (grpc_listener, hub.grpc_app()) {
+        match (grpc_listener, grpc_app) {
             (Some(l), Some(app)) => {
                 println!(
                     "  gRPC           {} (tenant = agent id)",

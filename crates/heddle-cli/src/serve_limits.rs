@@ -68,11 +68,15 @@ pub struct LimitArgs {
     pub tls_handshake_timeout: f64,
 }
 
+/// The longest any of these timeouts may be (a day): deadlines are
+/// computed as now + timeout, which must not overflow.
+const LONGEST: Duration = Duration::from_secs(24 * 3600);
+
 fn secs(flag: &str, value: f64) -> anyhow::Result<Duration> {
     Duration::try_from_secs_f64(value)
         .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| anyhow::anyhow!("--{flag} takes a positive number of seconds"))
+        .filter(|d| !d.is_zero() && *d <= LONGEST)
+        .ok_or_else(|| anyhow::anyhow!("--{flag} takes a number of seconds above 0, at most a day"))
 }
 
 impl LimitArgs {
@@ -114,6 +118,33 @@ impl LimitArgs {
     }
 }
 
+/// The Host check of a listener on `listen` reached at `public_url`, with
+/// the operator's `allow_hosts`.
+fn host_guard(
+    listen: SocketAddr,
+    public_url: &str,
+    allow_hosts: &[String],
+) -> anyhow::Result<HostGuard> {
+    let public =
+        url::Url::parse(public_url).with_context(|| format!("--public-url {public_url}"))?;
+    let mut hosts = allow_hosts.to_vec();
+    // A public URL defaulted from an unspecified listen address names no
+    // host a client would send: it adds nothing (and must not turn the
+    // "any host" of such a listener into "only 0.0.0.0").
+    let unspecified = match public.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_unspecified(),
+        Some(url::Host::Ipv6(ip)) => ip.is_unspecified(),
+        _ => false,
+    };
+    if let Some(host) = public.host_str().filter(|_| !unspecified) {
+        hosts.push(match public.port() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_owned(),
+        });
+    }
+    Ok(HostGuard::for_listener(listen, &hosts))
+}
+
 /// `app` behind the Host check (see [`HostGuard`]) and, when origins are
 /// named, a CORS policy that lets exactly those call it from a browser.
 pub fn guarded(
@@ -123,22 +154,18 @@ pub fn guarded(
     allow_hosts: &[String],
     cors_origins: &[String],
 ) -> anyhow::Result<Router> {
-    let public =
-        url::Url::parse(public_url).with_context(|| format!("--public-url {public_url}"))?;
-    let mut hosts = allow_hosts.to_vec();
-    if let Some(host) = public.host_str() {
-        hosts.push(match public.port() {
-            Some(port) => format!("{host}:{port}"),
-            None => host.to_owned(),
-        });
-    }
-    let app = HostGuard::for_listener(listen, &hosts).wrap(app);
+    let app = host_guard(listen, public_url, allow_hosts)?.wrap(app);
     if cors_origins.is_empty() {
         return Ok(app);
     }
     let origins = cors_origins
         .iter()
         .map(|o| {
+            // A browser's Origin is scheme://host[:port], never `*` nor a path.
+            let o = o.trim_end_matches('/');
+            if o == "*" || !(o.starts_with("https://") || o.starts_with("http://")) {
+                anyhow::bail!("--cors-origin {o}: name an origin, such as https://console.example");
+            }
             o.parse::<axum::http::HeaderValue>()
                 .with_context(|| format!("--cors-origin {o}"))
         })
@@ -157,4 +184,52 @@ pub fn guarded(
         ])
         .expose_headers([header::HeaderName::from_static("a2a-extensions")]);
     Ok(app.layer(cors))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listener_on_every_address_with_a_defaulted_public_url_allows_any_host() {
+        let listen: SocketAddr = ([0, 0, 0, 0], 8080).into();
+        let guard = host_guard(listen, "http://0.0.0.0:8080", &[]).expect("guard");
+        assert!(guard.allows("192.0.2.10:8080") && guard.allows("hub.example"));
+        let named = host_guard(listen, "https://hub.example", &[]).expect("guard");
+        assert!(named.allows("hub.example") && !named.allows("other.example"));
+    }
+
+    #[test]
+    fn a_loopback_listener_allows_its_public_host_and_the_allowed_ones() {
+        let listen: SocketAddr = ([127, 0, 0, 1], 8080).into();
+        let guard =
+            host_guard(listen, "https://hub.example", &["alias.example".into()]).expect("guard");
+        for ok in ["hub.example", "alias.example", "localhost:8080"] {
+            assert!(guard.allows(ok), "{ok}");
+        }
+        assert!(!guard.allows("rebind.example:8080"));
+    }
+
+    #[test]
+    fn a_wildcard_or_malformed_cors_origin_is_refused_at_start() {
+        let listen: SocketAddr = ([127, 0, 0, 1], 8080).into();
+        for bad in ["*", "console.example", ""] {
+            let r = guarded(
+                Router::new(),
+                listen,
+                "http://127.0.0.1:8080",
+                &[],
+                &[bad.into()],
+            );
+            assert!(r.is_err(), "{bad:?}");
+        }
+        let ok = guarded(
+            Router::new(),
+            listen,
+            "http://127.0.0.1:8080",
+            &[],
+            &["https://console.example/".into()],
+        );
+        assert!(ok.is_ok());
+    }
 }

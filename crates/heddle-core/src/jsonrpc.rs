@@ -108,7 +108,8 @@ pub enum Body<'a> {
 /// Reads a JSON-RPC body. Not JSON → `Err` with ParseError (answered with id
 /// null); an empty batch → a single InvalidRequest, per JSON-RPC 2.0 §6; a
 /// batch of more than `max_batch` requests → `Err` with InvalidRequest
-/// (answered with id null), found before any element is decoded.
+/// (answered with id null), found as the element past the cap is reached,
+/// before any element's envelope is decoded.
 pub fn parse_body(bytes: &[u8], max_batch: usize) -> Result<Body<'_>, A2aError> {
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     if first == Some(&b'[') {

@@ -171,6 +171,7 @@ where
 async fn sniff(tcp: &TcpStream, timeout: Duration) -> std::io::Result<Option<Wire>> {
     let deadline = tokio::time::Instant::now() + timeout;
     let mut first = [0u8; H2_PREFACE.len()];
+    let mut pause = Duration::from_millis(2);
     loop {
         let n = match tokio::time::timeout_at(deadline, tcp.peek(&mut first)).await {
             Ok(n) => n?,
@@ -183,11 +184,14 @@ async fn sniff(tcp: &TcpStream, timeout: Duration) -> std::io::Result<Option<Wir
             return Ok(Some(wire));
         }
         // A strict prefix of the preface (a segment cut short): the rest is
-        // on its way. `peek` answers at once while bytes wait, so pause.
+        // on its way. `peek` answers at once while bytes wait, so pause,
+        // longer each time (a client that stops there costs a few dozen
+        // wake-ups, not thousands).
         if tokio::time::Instant::now() >= deadline {
             return Ok(None);
         }
-        tokio::time::sleep(Duration::from_millis(2)).await;
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(250));
     }
 }
 

@@ -187,8 +187,9 @@ pub async fn serve_tls(
     serve_tls_with(listener, config, app, ConnLimits::default(), shutdown).await
 }
 
-/// [`serve_tls`] with connection `limits` of the caller's choosing (the
-/// first-byte timeout runs from the end of the handshake).
+/// [`serve_tls`] with connection `limits` of the caller's choosing (over
+/// TLS the handshake timeout, then the idle timeout, stand for the
+/// first-byte timeout).
 pub async fn serve_tls_with(
     listener: TcpListener,
     config: Arc<ServerConfig>,

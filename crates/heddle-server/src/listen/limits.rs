@@ -32,6 +32,7 @@ pub struct ConnLimits {
     /// How long a connection with no request in flight that receives
     /// nothing is kept open. Keep it below [`Self::header_timeout`], which
     /// also runs while an HTTP/1.1 connection waits between requests.
+    /// (Over HTTP/2 any frame counts as receiving, PINGs included.)
     pub idle_timeout: Duration,
     /// How long a request body may take to arrive, in all, from the moment
     /// its head did. A body still arriving then fails, and the route
@@ -81,10 +82,23 @@ impl ConnLimits {
         u32::try_from(self.max_head_bytes).unwrap_or(u32::MAX)
     }
 
-    /// `max_head_bytes` raised to the least hyper takes (8 KiB), and the
-    /// connection counts to at least one, so that no setting panics.
+    /// `max_head_bytes` raised to the least hyper takes (8 KiB), the
+    /// connection counts to at least one, and every timeout to at most a
+    /// day (deadlines are now + timeout), so that no setting panics.
     #[must_use]
     pub(crate) fn sane(mut self) -> Self {
+        const DAY: Duration = Duration::from_secs(24 * 3600);
+        for t in [
+            &mut self.first_byte_timeout,
+            &mut self.header_timeout,
+            &mut self.idle_timeout,
+            &mut self.body_timeout,
+            &mut self.tls_handshake_timeout,
+            &mut self.write_timeout,
+            &mut self.drain_timeout,
+        ] {
+            *t = (*t).min(DAY);
+        }
         self.max_head_bytes = self.max_head_bytes.max(8192);
         self.max_connections = self.max_connections.max(1);
         self.max_connections_per_ip = self.max_connections_per_ip.max(1);
