@@ -168,17 +168,22 @@ impl SseDecoder {
 mod tests {
     use super::*;
 
+    /// Every event `text` holds, fed to a decoder `chunk` bytes at a time.
+    fn decode_in_chunks(text: &[u8], chunk: usize) -> Vec<String> {
+        let mut d = SseDecoder::new(1024);
+        let mut out = Vec::new();
+        for c in text.chunks(chunk) {
+            out.extend(d.push(c).expect("small"));
+        }
+        out
+    }
+
     #[test]
     fn events_split_on_blank_lines_in_any_chunking() {
         let text = b": keep-alive\n\ndata: {\"a\":1}\n\ndata: one\ndata: two\r\n\r\nevent: x\ndata:three\n\n";
         for chunk in [1, 2, 3, 7, text.len()] {
-            let mut d = SseDecoder::new(1024);
-            let mut out = Vec::new();
-            for c in text.chunks(chunk) {
-                out.extend(d.push(c).expect("small"));
-            }
             assert_eq!(
-                out,
+                decode_in_chunks(text, chunk),
                 ["{\"a\":1}", "one\ntwo", "three"],
                 "chunk size {chunk}"
             );
@@ -199,13 +204,8 @@ mod tests {
     fn line_ends_are_crlf_lf_or_a_lone_cr_in_any_chunking() {
         let text = b"data: cr\rdata: only\r\r: note\r\ndata: crlf\r\n\r\ndata: lf\n\ndata: mixed\r\ndata: two\n\r";
         for chunk in 1..=text.len() {
-            let mut d = SseDecoder::new(1024);
-            let mut out = Vec::new();
-            for c in text.chunks(chunk) {
-                out.extend(d.push(c).expect("small"));
-            }
             assert_eq!(
-                out,
+                decode_in_chunks(text, chunk),
                 ["cr\nonly", "crlf", "lf", "mixed\ntwo"],
                 "chunk size {chunk}"
             );

@@ -82,6 +82,13 @@ async fn call(app: &Router, agent: &str, version: Option<&str>, body: Value) -> 
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&bytes)))
 }
 
+/// A response's body as JSON.
+async fn json_body(resp: axum::response::Response) -> Value {
+    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+    serde_json::from_slice(&bytes)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&bytes)))
+}
+
 /// A v1.0 call; returns `result` or panics with the error.
 async fn v1(app: &Router, agent: &str, method: &str, params: Value) -> Value {
     let r = call(
@@ -882,9 +889,7 @@ async fn the_stream_cap_is_hub_wide_and_its_refusal_says_when_to_retry() {
         .expect("resp");
     assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(resp.headers()[header::RETRY_AFTER], "1");
-    let body: Value =
-        serde_json::from_slice(&resp.into_body().collect().await.expect("b").to_bytes())
-            .expect("json");
+    let body = json_body(resp).await;
     assert_eq!(body["id"], 2);
     assert_eq!(body["error"]["code"], -32029);
     assert_eq!(body["error"]["data"][0]["reason"], "RESOURCE_EXHAUSTED");
@@ -915,9 +920,7 @@ async fn a_batch_past_the_cap_is_refused_whole() {
         ))
         .await
         .expect("resp");
-    let body: Value =
-        serde_json::from_slice(&resp.into_body().collect().await.expect("b").to_bytes())
-            .expect("json");
+    let body = json_body(resp).await;
     assert_eq!(body["error"]["code"], -32600, "{body}");
     assert_eq!(body["id"], Value::Null);
     assert!(
@@ -930,9 +933,7 @@ async fn a_batch_past_the_cap_is_refused_whole() {
         .oneshot(post("echo", Some("1.0"), &json!([call(1), call(2)])))
         .await
         .expect("resp");
-    let body: Value =
-        serde_json::from_slice(&resp.into_body().collect().await.expect("b").to_bytes())
-            .expect("json");
+    let body = json_body(resp).await;
     assert_eq!(body.as_array().map(Vec::len), Some(2), "{body}");
 }
 
@@ -1108,9 +1109,7 @@ async fn a_404_says_in_json_what_was_not_found() {
             .await
             .expect("resp");
         assert_eq!(resp.status(), StatusCode::NOT_FOUND, "{path}");
-        let body: Value =
-            serde_json::from_slice(&resp.into_body().collect().await.expect("b").to_bytes())
-                .expect("a JSON body");
+        let body = json_body(resp).await;
         assert!(
             body["error"]["message"]
                 .as_str()

@@ -134,33 +134,11 @@ fn is_json(headers: &HeaderMap) -> bool {
     non_json_media_type(headers).is_none()
 }
 
-fn json_response<T: Serialize>(body: &T) -> Response {
-    match crate::json::to_vec(body) {
-        Ok(bytes) => (
-            [(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            )],
-            bytes,
-        )
-            .into_response(),
-        Err(e) => {
-            tracing::error!(error = %e, "response serialization failed");
-            StatusCode::INTERNAL_SERVER_ERROR.into_response()
-        }
-    }
-}
-
 /// A JSON-RPC error answer: HTTP 200, except for a retryable refusal,
-/// which is 429 with `Retry-After` so that HTTP clients and proxies back off.
+/// which is 429 with `Retry-After` so that HTTP clients and proxies back off
+/// (see [`Answer::Exhausted`]).
 pub(crate) fn error_response(id: Id, err: &A2aError) -> Response {
-    let err = &*crate::redact::for_caller(err);
-    let mut resp = json_response(&RpcResponse::error(id, err));
-    if err.code == ErrorCode::ResourceExhausted {
-        *resp.status_mut() = StatusCode::TOO_MANY_REQUESTS;
-        crate::rest::add_retry_after(err, &mut resp);
-    }
-    resp
+    encode_error(id, err).into_response()
 }
 
 /// What the JSON-RPC endpoint reads from a request's head, read in place

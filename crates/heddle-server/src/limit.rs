@@ -104,7 +104,7 @@ impl CallerLimits {
     }
 
     /// Counts one request of `key`; ResourceExhausted past the rate.
-    pub fn check_rate(&self, key: &str) -> Result<(), A2aError> {
+    pub fn check_rate(&self, key: String) -> Result<(), A2aError> {
         let Some(rate) = &self.inner.rate else {
             return Ok(());
         };
@@ -112,7 +112,7 @@ impl CallerLimits {
             self.inner.checks.store(0, Ordering::Relaxed);
             rate.retain_recent();
         }
-        match rate.check_key(&key.to_owned()) {
+        match rate.check_key(&key) {
             Ok(()) => Ok(()),
             Err(not_until) => {
                 let wait = not_until.wait_time_from(self.inner.clock.now());
@@ -197,7 +197,7 @@ async fn check(
     req: Request,
     next: Next,
 ) -> Response {
-    match limits.check_rate(&key_of(&req)) {
+    match limits.check_rate(key_of(&req)) {
         Ok(()) => next.run(req).await,
         Err(e) => refusal(binding, &e),
     }
@@ -233,12 +233,14 @@ mod tests {
     #[test]
     fn a_caller_past_its_rate_is_told_when_to_retry_and_others_are_not() {
         let limits = CallerLimits::new(NonZeroU32::new(1), NonZeroU32::MIN.saturating_add(1), 10);
-        assert!(limits.check_rate("key:a").is_ok());
-        assert!(limits.check_rate("key:a").is_ok());
-        let e = limits.check_rate("key:a").expect_err("past the burst");
+        assert!(limits.check_rate("key:a".into()).is_ok());
+        assert!(limits.check_rate("key:a".into()).is_ok());
+        let e = limits
+            .check_rate("key:a".into())
+            .expect_err("past the burst");
         assert_eq!(e.code, ErrorCode::ResourceExhausted);
         assert_eq!(e.retry_after_secs(), Some(1));
-        assert!(limits.check_rate("key:b").is_ok(), "another caller");
+        assert!(limits.check_rate("key:b".into()).is_ok(), "another caller");
     }
 
     #[test]

@@ -144,7 +144,7 @@ pub(crate) fn error(err: &A2aError) -> Response {
 }
 
 /// `Retry-After` on the answer to a retryable error (RFC 9110 §10.2.3).
-pub(crate) fn add_retry_after(err: &A2aError, resp: &mut Response) {
+fn add_retry_after(err: &A2aError, resp: &mut Response) {
     if let Some(secs) = err.retry_after_secs() {
         resp.headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from(secs));
