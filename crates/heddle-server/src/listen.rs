@@ -27,6 +27,8 @@
 
 use std::{future::Future, net::SocketAddr, pin::Pin, sync::Arc, time::Duration};
 
+use futures::FutureExt;
+
 use axum::{Router, extract::ConnectInfo};
 use hyper::server::conn as hyper_conn;
 use hyper_util::{
@@ -51,6 +53,9 @@ pub use limits::ConnLimits;
 
 /// The first bytes an HTTP/2 client with prior knowledge sends (RFC 9113 §3.4).
 const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// How many header fields hyper's HTTP/1 parser takes when not told.
+const HYPER_DEFAULT_MAX_HEADERS: usize = 100;
 
 /// Which HTTP a connection speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,7 +99,7 @@ pub async fn serve_with(
                 }
                 Err(_) => return,
             };
-            serve_connection(tcp, wire, app, peer, None::<()>, limits, drain).await;
+            serve_connection(tcp, wire, app, peer, None::<()>, &limits, drain).await;
         }
     })
     .await
@@ -152,17 +157,24 @@ where
             // client that stops reading holds at most this much of ours.
             let _ = socket2::SockRef::from(&tcp).set_send_buffer_size(bytes);
         }
-        let conn = serve_one(tcp, peer, drain.clone());
-        tokio::spawn(async move {
-            conn.await;
-            drop(ticket);
-        });
+        tokio::spawn(holding(serve_one(tcp, peer, drain.clone()), ticket));
     }
     drop(listener);
     drop(drain);
     drain_tx.send_replace(true);
     let _ = tokio::time::timeout(limits.drain_timeout, drain_tx.closed()).await;
     Ok(())
+}
+
+/// `conn`, keeping `held` until it finishes. `held` rides beside the future
+/// (`map`), not in an async block awaiting it: such a block keeps the
+/// future it captured and the one it awaits in separate slots, twice the
+/// memory for every open connection.
+fn holding<F, T>(conn: F, held: T) -> impl Future<Output = ()>
+where
+    F: Future<Output = ()>,
+{
+    conn.map(move |()| drop(held))
 }
 
 /// Tells HTTP/2 with prior knowledge from HTTP/1 by peeking at the first
@@ -218,7 +230,7 @@ pub(crate) async fn serve_connection<I, T>(
     app: Router,
     peer: SocketAddr,
     stamp: Option<T>,
-    limits: ConnLimits,
+    limits: &ConnLimits,
     drain: Drain,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -233,16 +245,27 @@ pub(crate) async fn serve_connection<I, T>(
         activity.clone(),
     ));
     let io = activity.watch(io, limits.write_timeout);
+    let idle = limits.idle_timeout;
     let result = match wire {
         Wire::Http1 => {
-            let mut builder = hyper_conn::http1::Builder::new();
-            builder
-                .timer(TokioTimer::new())
-                .header_read_timeout(limits.header_timeout)
-                .max_buf_size(limits.max_head_bytes)
-                .max_headers(limits.max_headers);
-            let conn = builder.serve_connection(TokioIo::new(io), service);
-            supervise(conn, &activity, &limits, drain, |c| c.graceful_shutdown()).await
+            // The builder is dropped before the connection is awaited, so
+            // the connection's future does not keep it.
+            let conn = {
+                let mut builder = hyper_conn::http1::Builder::new();
+                builder
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(limits.header_timeout)
+                    .max_buf_size(limits.max_head_bytes);
+                // hyper parses into a stack array of its default size, but
+                // into a heap vector written out in full for every request
+                // once a size is set, even the same one.
+                if limits.max_headers != HYPER_DEFAULT_MAX_HEADERS {
+                    builder.max_headers(limits.max_headers);
+                }
+                builder.serve_connection(TokioIo::new(io), service)
+            };
+            let conn = std::pin::pin!(conn);
+            supervise(conn, &activity, idle, drain, |c| c.graceful_shutdown()).await
         }
         // Boxed: inline, the HTTP/2 connection would set the size of every
         // connection's task, HTTP/1 ones (the many) included.
@@ -253,8 +276,10 @@ pub(crate) async fn serve_connection<I, T>(
                     .timer(TokioTimer::new())
                     .max_header_list_size(limits.max_head_bytes_u32());
                 // Writes gathered until h2 flushes: many answers to a system call.
-                let conn = builder.serve_connection(Coalesce::new(TokioIo::new(io)), service);
-                supervise(conn, &activity, &limits, drain, |c| c.graceful_shutdown()).await
+                let conn = std::pin::pin!(
+                    builder.serve_connection(Coalesce::new(TokioIo::new(io)), service)
+                );
+                supervise(conn, &activity, idle, drain, |c| c.graceful_shutdown()).await
             })
             .await
         }
@@ -276,19 +301,19 @@ enum Ended {
 /// Drives a hyper connection. When it has had no request in flight and
 /// read nothing for the idle timeout, or once `drain` turns true, asks it
 /// to finish what is in flight (`shut`) and waits for that (an idle one is
-/// given a second, then dropped).
+/// given a second, then dropped). The connection is pinned by the caller:
+/// taken by value, it would be stored twice in this future (the argument
+/// and the pinned local), and it is most of a connection's memory.
 async fn supervise<C>(
-    conn: C,
+    mut conn: Pin<&mut C>,
     activity: &Activity,
-    limits: &ConnLimits,
+    idle: Duration,
     mut drain: Drain,
     shut: impl FnOnce(Pin<&mut C>),
 ) -> Result<(), Ended>
 where
     C: Future<Output = Result<(), hyper::Error>>,
 {
-    let mut conn = std::pin::pin!(conn);
-    let idle = limits.idle_timeout;
     let mut check = tokio::time::Instant::now() + idle;
     loop {
         tokio::select! {
@@ -321,6 +346,35 @@ async fn drained(drain: &mut Drain) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A connection's future is most of an open connection's memory: each
+    /// wrapper must hold the connection once, not once more per layer.
+    #[tokio::test]
+    async fn connection_futures_hold_the_connection_once() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let _client = TcpStream::connect(addr).await.expect("connect");
+        let (tcp, peer) = listener.accept().await.expect("accept");
+        let (_tx, drain) = watch::channel(false);
+        let limits = ConnLimits::default();
+        let conn = serve_connection(
+            tcp,
+            Wire::Http1,
+            Router::new(),
+            peer,
+            None::<()>,
+            &limits,
+            drain,
+        );
+        let size = std::mem::size_of_val(&conn);
+        // hyper's HTTP/1 connection is about 750 bytes of it.
+        assert!(size < 1600, "serve_connection's future is {size} bytes");
+        let held = holding(conn, [0u8; 16]);
+        assert!(
+            std::mem::size_of_val(&held) <= size + 32,
+            "holding doubles the future"
+        );
+    }
 
     #[test]
     fn http1_requests_are_told_from_the_h2_preface() {

@@ -229,7 +229,7 @@ pub async fn serve_tls_with(
                 Some(b"h2") => Wire::Http2,
                 _ => Wire::Http1,
             };
-            serve_connection(tls, wire, app, peer, caller, limits, drain).await;
+            serve_connection(tls, wire, app, peer, caller, &limits, drain).await;
         }
     })
     .await

@@ -228,27 +228,29 @@ impl<T: Clone + Send + Sync + 'static> Service<Request<Incoming>> for ConnServic
             sleep: None,
         });
         ConnFuture {
-            inner: self.app.call(Request::from_parts(parts, body)),
+            inner: Box::pin(self.app.call(Request::from_parts(parts, body))),
             guard: Some(guard),
         }
     }
 }
 
-pin_project! {
-    /// The router's answer, with its body counted in flight until sent.
-    pub(crate) struct ConnFuture {
-        #[pin]
-        inner: RouteFuture<Infallible>,
-        guard: Option<InFlight>,
-    }
+/// The router's answer, with its body counted in flight until sent.
+///
+/// The router's future is boxed: hyper keeps a slot of this future's size
+/// for the whole life of an HTTP/1 connection, and an idle connection or a
+/// waiting stream should not pay for the few hundred bytes of a request
+/// being routed.
+pub(crate) struct ConnFuture {
+    inner: Pin<Box<RouteFuture<Infallible>>>,
+    guard: Option<InFlight>,
 }
 
 impl Future for ConnFuture {
     type Output = Result<Response<Tracked>, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let response = match ready!(this.inner.poll(cx)) {
+        let this = self.get_mut();
+        let response = match ready!(this.inner.as_mut().poll(cx)) {
             Ok(r) => r,
             Err(never) => match never {},
         };

@@ -331,3 +331,36 @@ async fn a_client_that_stops_reading_is_dropped_at_the_write_timeout() {
         .expect("the stream is dropped once the client takes nothing")
         .expect("signal");
 }
+
+/// A request head with `n` header fields besides Host.
+fn head_with_fields(n: usize) -> String {
+    let mut head = String::from("GET /ping HTTP/1.1\r\nHost: x\r\n");
+    for i in 0..n {
+        head.push_str(&format!("X-Field-{i}: v\r\n"));
+    }
+    head.push_str("Connection: close\r\n\r\n");
+    head
+}
+
+#[tokio::test]
+async fn header_fields_past_max_headers_are_refused_with_431() {
+    // hyper's own default (100) and a smaller cap of ours both hold.
+    for (cap, fields_ok) in [(100, 97), (8, 5)] {
+        let addr = start(ConnLimits {
+            max_headers: cap,
+            ..short()
+        })
+        .await;
+        for (fields, want) in [(fields_ok, "200 OK"), (cap + 1, "431")] {
+            let mut tcp = TcpStream::connect(&addr).await.expect("connect");
+            tcp.write_all(head_with_fields(fields).as_bytes())
+                .await
+                .expect("write");
+            let (_, seen) = until_closed(&mut tcp, Duration::from_secs(3)).await;
+            assert!(
+                seen.starts_with(&format!("HTTP/1.1 {want}")),
+                "cap {cap}, {fields} fields: {seen:?}"
+            );
+        }
+    }
+}
