@@ -241,10 +241,16 @@ fn from_v03(method: Method, params: &[u8]) -> Result<Call, A2aError> {
             Call::CreatePushConfig(from_json::<v03::TaskPushNotificationConfig>(params)?.to_v1())
         }
         M::GetPushConfig => {
+            // Without a config id (v0.3 allows it): the config named after
+            // the task, which is what one set without an id is called.
             let p: v03::PushConfigParams = from_json(params)?;
+            let id = p
+                .push_notification_config_id
+                .filter(|id| !id.is_empty())
+                .unwrap_or_else(|| p.id.clone());
             Call::GetPushConfig(v1::GetTaskPushNotificationConfigRequest {
                 task_id: p.id,
-                id: p.push_notification_config_id.unwrap_or_default(),
+                id,
                 ..Default::default()
             })
         }
