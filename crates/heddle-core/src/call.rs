@@ -446,6 +446,27 @@ mod tests {
     }
 
     #[test]
+    fn v03_negative_history_and_bare_config_gets_decode_for_the_handler() {
+        let d = single(r#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"t","historyLength":-2}}"#)
+            .expect("decodes");
+        let e = d.call.validate().expect_err("negative");
+        assert_eq!(e.violations[0].field, "historyLength");
+        let d = single(r#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"t","historyLength":0}}"#)
+            .expect("decodes");
+        assert!(
+            matches!(d.call, Call::GetTask(ref r) if r.history_length.is_none()),
+            "0 is no limit"
+        );
+        let d = single(r#"{"jsonrpc":"2.0","id":1,"method":"tasks/pushNotificationConfig/get","params":{"id":"t"}}"#)
+            .expect("decodes");
+        assert!(
+            matches!(d.call, Call::GetPushConfig(ref r) if r.id == "t" && r.task_id == "t"),
+            "no config id: the config named after the task"
+        );
+        d.call.validate().expect("valid");
+    }
+
+    #[test]
     fn legacy_send_keeps_the_client_task_id() {
         let d = single(r#"{"jsonrpc":"2.0","id":1,"method":"tasks/send","params":{"id":"t-9","message":{"role":"user","parts":[{"type":"text","text":"x"}],"messageId":"m"}}}"#)
             .expect("legacy");

@@ -409,6 +409,28 @@ pub(crate) fn parse_task_route(rest: &str) -> Option<TaskRoute<'_>> {
     }
 }
 
+/// A push config List from its query (`pageSize`, `pageToken`, either
+/// spelling), shared by both versions' routes.
+pub(crate) fn list_configs_request(
+    tenant: String,
+    task_id: &str,
+    query: Option<&str>,
+) -> Result<v1::ListTaskPushNotificationConfigsRequest, A2aError> {
+    let mut r = v1::ListTaskPushNotificationConfigsRequest {
+        tenant,
+        task_id: task_id.to_owned(),
+        ..Default::default()
+    };
+    for (k, v) in query_pairs(query) {
+        match k.as_str() {
+            "pageSize" | "page_size" => r.page_size = int_param("pageSize", &v)?,
+            "pageToken" | "page_token" => r.page_token = v,
+            _ => {}
+        }
+    }
+    Ok(r)
+}
+
 pub(crate) fn not_found() -> Response {
     error(&A2aError::new(ErrorCode::MethodNotFound, "no such route"))
 }
@@ -492,22 +514,7 @@ async fn task_route(
             })
         }
         (&HttpMethod::GET, TaskRoute::Configs(task_id)) => {
-            let mut r = v1::ListTaskPushNotificationConfigsRequest {
-                tenant,
-                task_id: task_id.to_owned(),
-                ..Default::default()
-            };
-            for (k, v) in query_pairs(q.as_deref()) {
-                match k.as_str() {
-                    "pageSize" | "page_size" => match int_param("pageSize", &v) {
-                        Ok(n) => r.page_size = n,
-                        Err(e) => return error(&e),
-                    },
-                    "pageToken" | "page_token" => r.page_token = v,
-                    _ => {}
-                }
-            }
-            Ok(Call::ListPushConfigs(r))
+            list_configs_request(tenant, task_id, q.as_deref()).map(Call::ListPushConfigs)
         }
         (&HttpMethod::GET, TaskRoute::Config(task_id, id)) => Ok(Call::GetPushConfig(
             v1::GetTaskPushNotificationConfigRequest {

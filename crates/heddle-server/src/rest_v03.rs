@@ -24,8 +24,8 @@ use crate::{
     handler::{CallContext, EventStream, Reply, RequestHandler},
     jsonrpc::Envelope,
     rest::{
-        Params, RestBody, TaskRoute, check_content_type, error, int_param, json, not_found,
-        parse_task_route, query_pairs,
+        Params, RestBody, TaskRoute, check_content_type, error, int_param, json,
+        list_configs_request, not_found, parse_task_route, query_pairs,
     },
 };
 
@@ -241,12 +241,9 @@ async fn task_route(
         (&HttpMethod::POST, TaskRoute::Configs(task_id)) => {
             crate::rest_v03_push::create_call(&body, task_id).map(Call::CreatePushConfig)
         }
-        (&HttpMethod::GET, TaskRoute::Configs(task_id)) => Ok(Call::ListPushConfigs(
-            v1::ListTaskPushNotificationConfigsRequest {
-                task_id: task_id.to_owned(),
-                ..Default::default()
-            },
-        )),
+        (&HttpMethod::GET, TaskRoute::Configs(task_id)) => {
+            list_configs_request(String::new(), task_id, q.as_deref()).map(Call::ListPushConfigs)
+        }
         (&HttpMethod::GET, TaskRoute::Config(task_id, id)) => Ok(Call::GetPushConfig(
             v1::GetTaskPushNotificationConfigRequest {
                 task_id: task_id.to_owned(),

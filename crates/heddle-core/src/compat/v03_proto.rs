@@ -1074,6 +1074,28 @@ mod tests {
         })
         .expect("get");
         assert_eq!((get.id.as_str(), get.history_length), ("t-9", None));
+        let negative = get_task_to_v1(&pb::GetTaskRequest {
+            name: "tasks/t-9".into(),
+            history_length: -1,
+        })
+        .expect("get");
+        assert_eq!(
+            negative.history_length,
+            Some(-1),
+            "kept for validation to refuse"
+        );
+        let no_schemes = push_config_to_v1(
+            &pb::PushNotificationConfig {
+                url: "https://hook".into(),
+                authentication: Some(pb::AuthenticationInfo::default()),
+                ..Default::default()
+            },
+            "t-9",
+        );
+        assert_eq!(
+            no_schemes.authentication, None,
+            "no schemes is no authentication"
+        );
         let create = create_push_config_to_v1(&pb::CreateTaskPushNotificationConfigRequest {
             parent: "tasks/t-9".into(),
             config_id: "cfg".into(),

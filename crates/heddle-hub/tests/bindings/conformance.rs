@@ -272,6 +272,27 @@ async fn a_push_config_set_without_an_id_reads_back_by_its_task() {
             .expect("another");
         let got = w.get_push(&app, "echo", &t.id, &t.id).await.expect("get");
         assert_eq!(got.url, "https://hooks.example.com/n", "{w:?}");
+        if w == Wire::RestV03 {
+            // The v0.3 List pages by query, in either ProtoJSON spelling.
+            for q in ["page_size=1", "pageSize=1"] {
+                let path = format!("/v1/tasks/{}/pushNotificationConfigs?{q}", t.id);
+                let page = w
+                    .rest(&app, Method::GET, "echo", &path, None)
+                    .await
+                    .expect("list");
+                assert_eq!(
+                    page["configs"].as_array().map(Vec::len),
+                    Some(1),
+                    "{q}: {page}"
+                );
+                assert!(
+                    page["nextPageToken"]
+                        .as_str()
+                        .is_some_and(|t| !t.is_empty()),
+                    "{page}"
+                );
+            }
+        }
         if w == Wire::JsonRpcV03 {
             let v = w
                 .rpc(
