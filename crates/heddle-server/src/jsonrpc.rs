@@ -297,8 +297,13 @@ async fn dispatch(
     let reply_id = id.clone().unwrap_or(Id::Null);
     let answer = match call.await {
         // v0.3 §7.9: `tasks/resubscribe` answers with a stream whose events
-        // are JSON-RPC responses, an error included (as the official SDKs do).
-        Err(e) if version == ProtocolVersion::V0_3 && method == Method::SubscribeToTask => {
+        // are JSON-RPC responses, an error included (as the official SDKs
+        // do). A retryable refusal stays HTTP 429, so clients back off.
+        Err(e)
+            if version == ProtocolVersion::V0_3
+                && method == Method::SubscribeToTask
+                && e.code != ErrorCode::ResourceExhausted =>
+        {
             Answer::Stream(sse_error(reply_id, &e))
         }
         Err(e) => encode_error(reply_id, &e),

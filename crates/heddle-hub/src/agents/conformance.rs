@@ -3,9 +3,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use heddle_core::{ProtocolVersion, v1};
 use heddle_server::{AgentError, AgentExecutor, RequestContext, TaskEvents};
+use serde_json::json;
 
 use crate::AgentProfile;
-use serde_json::json;
 
 /// The agent public A2A conformance suites (the TCKs) drive: its behaviour is
 /// chosen by the prefix of the user message's `messageId` (longest first), as
