@@ -4,9 +4,10 @@ use std::{net::SocketAddr, path::PathBuf, sync::Arc};
 
 use anyhow::{Context, bail};
 use clap::Args;
+use heddle_core::VersionSet;
 use heddle_hub::{
     Bindings, Hub,
-    agents::{WriterStream, with_demo_agents_using},
+    agents::{ConformanceCard, DemoOptions, WriterStream, with_demo_agents_configured},
 };
 use heddle_store::{MemoryStore, SqliteStore, TaskStore};
 
@@ -62,6 +63,20 @@ pub struct ServeArgs {
     /// (the benchmarks use 0, and a long pause to hold streams open).
     #[arg(long, default_value_t = 150)]
     writer_stream_pause_ms: u64,
+    /// A2A versions to serve, comma-separated: `1.0`, `0.3`. With `1.0`
+    /// alone the cards are strict v1.0 cards and v0.3 calls are
+    /// VersionNotSupported.
+    #[arg(long, default_value = "1.0,0.3", value_parser = VersionSet::parse_list)]
+    card_versions: VersionSet,
+    /// The conformance agent declares the extension
+    /// `urn:a2a:tck:required-extension` as required (calls without it are
+    /// ExtensionSupportRequired).
+    #[arg(long)]
+    conformance_required_extension: bool,
+    /// The conformance agent declares no streaming (streaming calls are
+    /// UnsupportedOperation).
+    #[arg(long)]
+    conformance_no_streaming: bool,
 }
 
 fn bindings(names: &[String]) -> anyhow::Result<Bindings> {
@@ -204,10 +219,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(push) = args.push.options(&public_url)? {
         builder = builder.push(push);
     }
-    let writer_stream = WriterStream {
-        pause: std::time::Duration::from_millis(args.writer_stream_pause_ms),
+    let demo = DemoOptions {
+        writer_stream: WriterStream {
+            pause: std::time::Duration::from_millis(args.writer_stream_pause_ms),
+        },
+        conformance: ConformanceCard {
+            required_extension: args.conformance_required_extension,
+            streaming: !args.conformance_no_streaming,
+        },
     };
-    let hub = with_demo_agents_using(builder, writer_stream)
+    let hub = with_demo_agents_configured(builder.card_versions(args.card_versions), demo)
         .default_agent(&args.default_agent)
         .try_build()
         .await?;

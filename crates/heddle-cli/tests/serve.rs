@@ -313,6 +313,53 @@ fn a_server_killed_mid_stream_is_a_clear_error() {
     assert!(err.contains("stream"), "a clear message: {err}");
 }
 
+/// `--card-versions 1.0` with the conformance agent's switches: a strict
+/// v1.0 root card declaring the required extension and no streaming, v0.3
+/// calls refused, and a bad version list refused at start.
+#[tokio::test]
+async fn serve_flags_choose_the_card_versions_and_the_conformance_switches() {
+    let server = serve_with(
+        "memory",
+        &[
+            "--default-agent",
+            "conformance",
+            "--card-versions",
+            "1.0",
+            "--conformance-required-extension",
+            "--conformance-no-streaming",
+        ],
+    );
+    let client = reqwest::Client::new();
+    let card: Value = client
+        .get(format!("{}/.well-known/agent-card.json/", server.url))
+        .send()
+        .await
+        .expect("card")
+        .json()
+        .await
+        .expect("card json");
+    assert!(card.get("protocolVersion").is_none(), "{card}");
+    assert_eq!(card["capabilities"]["streaming"], false);
+    assert_eq!(
+        card["capabilities"]["extensions"][0]["uri"],
+        "urn:a2a:tck:required-extension"
+    );
+    let v03: Value = client
+        .post(format!("{}/api/v1/agents/echo/a2a", server.url))
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "message/send",
+            "params": {"message": {"kind": "message", "messageId": "m", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}}}))
+        .send()
+        .await
+        .expect("v0.3 call")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(v03["error"]["code"], -32009, "{v03}");
+    let out = common::heddle(&["serve", "--card-versions", "2.0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown A2A version"));
+}
+
 #[tokio::test]
 async fn serve_rejects_an_unknown_store() {
     let out = Command::new(env!("CARGO_BIN_EXE_heddle"))

@@ -241,10 +241,16 @@ fn from_v03(method: Method, params: &[u8]) -> Result<Call, A2aError> {
             Call::CreatePushConfig(from_json::<v03::TaskPushNotificationConfig>(params)?.to_v1())
         }
         M::GetPushConfig => {
+            // Without a config id (v0.3 allows it): the config named after
+            // the task, which is what one set without an id is called.
             let p: v03::PushConfigParams = from_json(params)?;
+            let id = p
+                .push_notification_config_id
+                .filter(|id| !id.is_empty())
+                .unwrap_or_else(|| p.id.clone());
             Call::GetPushConfig(v1::GetTaskPushNotificationConfigRequest {
                 task_id: p.id,
-                id: p.push_notification_config_id.unwrap_or_default(),
+                id,
                 ..Default::default()
             })
         }
@@ -437,6 +443,27 @@ mod tests {
             parse_calls(b"{", usize::MAX).expect_err("not json").code,
             ErrorCode::ParseError
         );
+    }
+
+    #[test]
+    fn v03_negative_history_and_bare_config_gets_decode_for_the_handler() {
+        let d = single(r#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"t","historyLength":-2}}"#)
+            .expect("decodes");
+        let e = d.call.validate().expect_err("negative");
+        assert_eq!(e.violations[0].field, "historyLength");
+        let d = single(r#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"t","historyLength":0}}"#)
+            .expect("decodes");
+        assert!(
+            matches!(d.call, Call::GetTask(ref r) if r.history_length.is_none()),
+            "0 is no limit"
+        );
+        let d = single(r#"{"jsonrpc":"2.0","id":1,"method":"tasks/pushNotificationConfig/get","params":{"id":"t"}}"#)
+            .expect("decodes");
+        assert!(
+            matches!(d.call, Call::GetPushConfig(ref r) if r.id == "t" && r.task_id == "t"),
+            "no config id: the config named after the task"
+        );
+        d.call.validate().expect("valid");
     }
 
     #[test]

@@ -330,16 +330,22 @@ impl A2aError {
 
     /// The REST error: HTTP status and `{"error": google.rpc.Status}` body (v1 §11.6).
     pub fn to_http_body(&self) -> (u16, Value) {
-        let spec = self.code.spec();
-        let body = json!({
+        let status = self.code.spec().http;
+        (status, self.http_body_with_status(status))
+    }
+
+    /// The REST body of this error answered with HTTP `status` instead of the
+    /// catalogue's (a 415 for a body that is not JSON, a 413 for one too
+    /// large): `error.code` is always the HTTP status sent (v1 §11.6).
+    pub fn http_body_with_status(&self, status: u16) -> Value {
+        json!({
             "error": {
-                "code": spec.http,
-                "status": spec.grpc.name(),
+                "code": status,
+                "status": self.code.spec().grpc.name(),
                 "message": self.message,
                 "details": self.details_json(),
             }
-        });
-        (spec.http, body)
+        })
     }
 
     /// The gRPC status with `ErrorInfo` (and `BadRequest`) packed in its details (v1 §10.6).

@@ -38,4 +38,4 @@ pub mod validate;
 pub mod version;
 
 pub use error::{A2aError, ErrorCode};
-pub use version::ProtocolVersion;
+pub use version::{ProtocolVersion, VersionSet};

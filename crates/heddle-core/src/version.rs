@@ -57,6 +57,73 @@ impl ProtocolVersion {
     }
 }
 
+/// The protocol versions a server serves: its card lists their interfaces,
+/// and a request in any other version is VersionNotSupported (v1 §3.6.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct VersionSet {
+    v1_0: bool,
+    v0_3: bool,
+}
+
+impl VersionSet {
+    /// Both versions (the default).
+    pub const ALL: Self = Self {
+        v1_0: true,
+        v0_3: true,
+    };
+
+    /// Only `v`.
+    pub const fn only(v: ProtocolVersion) -> Self {
+        Self {
+            v1_0: matches!(v, ProtocolVersion::V1_0),
+            v0_3: matches!(v, ProtocolVersion::V0_3),
+        }
+    }
+
+    /// Whether `v` is served.
+    pub const fn contains(self, v: ProtocolVersion) -> bool {
+        match v {
+            ProtocolVersion::V1_0 => self.v1_0,
+            ProtocolVersion::V0_3 => self.v0_3,
+        }
+    }
+
+    /// Reads a comma-separated list such as `1.0,0.3` (at least one version).
+    pub fn parse_list(s: &str) -> Result<Self, String> {
+        let mut set = Self {
+            v1_0: false,
+            v0_3: false,
+        };
+        for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            match ProtocolVersion::parse(name) {
+                Some(ProtocolVersion::V1_0) => set.v1_0 = true,
+                Some(ProtocolVersion::V0_3) => set.v0_3 = true,
+                None => return Err(format!("unknown A2A version {name:?}: use 1.0 and/or 0.3")),
+            }
+        }
+        if !(set.v1_0 || set.v0_3) {
+            return Err("name at least one A2A version (1.0, 0.3)".into());
+        }
+        Ok(set)
+    }
+
+    /// The error for a request in a version this server does not serve.
+    pub fn refusal(self, v: ProtocolVersion) -> A2aError {
+        let served = if self.v1_0 { "1.0" } else { "0.3" };
+        A2aError::new(
+            ErrorCode::VersionNotSupported,
+            format!("A2A {v} is not served here; this agent speaks A2A {served} (send A2A-Version: {served})"),
+        )
+        .with_meta("requestedVersion", v.as_str())
+    }
+}
+
+impl Default for VersionSet {
+    fn default() -> Self {
+        Self::ALL
+    }
+}
+
 impl fmt::Display for ProtocolVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -91,5 +158,18 @@ mod tests {
         );
         let err = ProtocolVersion::from_header(Some("99.0")).expect_err("unsupported");
         assert_eq!(err.code, ErrorCode::VersionNotSupported);
+    }
+
+    #[test]
+    fn version_lists_parse_and_refuse_what_they_leave_out() {
+        assert_eq!(VersionSet::parse_list("1.0,0.3"), Ok(VersionSet::ALL));
+        let strict = VersionSet::parse_list(" 1.0 ").expect("1.0");
+        assert_eq!(strict, VersionSet::only(ProtocolVersion::V1_0));
+        assert!(!strict.contains(ProtocolVersion::V0_3));
+        assert!(VersionSet::parse_list("").is_err());
+        assert!(VersionSet::parse_list("1.0,2.0").is_err());
+        let e = strict.refusal(ProtocolVersion::V0_3);
+        assert_eq!(e.code, ErrorCode::VersionNotSupported);
+        assert!(e.message.contains("A2A-Version: 1.0"), "{e}");
     }
 }

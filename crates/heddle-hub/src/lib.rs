@@ -26,9 +26,10 @@ mod auth;
 use std::sync::Arc;
 
 use axum::{Json, Router, routing::get};
-use heddle_core::v1;
+use heddle_core::{ProtocolVersion, VersionSet, v1};
 use heddle_server::{
-    AgentExecutor, AgentRoutes, Limits, RequestHandler, card_router, limit::CallerLimits,
+    AgentExecutor, AgentRoutes, Limits, RequestHandler, card_router, lenient_paths,
+    limit::CallerLimits,
 };
 use heddle_store::TaskStore;
 use serde_json::json;
@@ -48,6 +49,9 @@ pub struct AgentProfile {
     pub input_modes: Vec<String>,
     /// Output media types.
     pub output_modes: Vec<String>,
+    /// Extensions the card declares (`capabilities.extensions`); one with
+    /// `required: true` makes every call lacking it ExtensionSupportRequired.
+    pub extensions: Vec<v1::AgentExtension>,
 }
 
 impl AgentProfile {
@@ -66,6 +70,7 @@ impl AgentProfile {
             streaming: true,
             input_modes: vec!["text/plain".into()],
             output_modes: vec!["text/plain".into()],
+            extensions: Vec::new(),
         }
     }
 }
@@ -134,6 +139,7 @@ pub struct HubBuilder {
     agents: Vec<PendingAgent>,
     default_agent: Option<String>,
     bindings: Bindings,
+    versions: VersionSet,
     auth: Option<heddle_auth::Authenticator>,
     card_hook: Option<CardHook>,
     push: Option<heddle_server::PushOptions>,
@@ -155,6 +161,7 @@ impl Hub {
             agents: Vec::new(),
             default_agent: None,
             bindings: Bindings::default(),
+            versions: VersionSet::ALL,
             auth: None,
             card_hook: None,
             push: None,
@@ -222,7 +229,8 @@ impl Hub {
         }
     }
 
-    /// The hub's routes.
+    /// The hub's routes. A path with a trailing or doubled slash reaches
+    /// the same route ([`heddle_server::lenient_paths`]).
     pub fn router(&self) -> Router {
         let listing: Vec<serde_json::Value> = self
             .agents
@@ -279,13 +287,13 @@ impl Hub {
             async move { not_found(&ids, uri.path()) }
         });
         if keys.is_empty() {
-            return router;
+            return lenient_paths(router);
         }
         let jwks = Arc::new(json!({ "keys": keys }));
-        router.route(
+        lenient_paths(router.route(
             "/.well-known/jwks.json",
             get(move || async move { Json((*jwks).clone()) }),
-        )
+        ))
     }
 }
 
@@ -347,6 +355,16 @@ impl HubBuilder {
     #[must_use]
     pub fn bindings(mut self, bindings: Bindings) -> Self {
         self.bindings = bindings;
+        self
+    }
+
+    /// The protocol versions to serve (default: 1.0 and 0.3). The cards list
+    /// interfaces of these versions only, so with 1.0 alone they are strict
+    /// v1.0 cards (no v0.3 members), and a call in another version is
+    /// VersionNotSupported on every binding.
+    #[must_use]
+    pub fn card_versions(mut self, versions: VersionSet) -> Self {
+        self.versions = versions;
         self
     }
 
@@ -452,6 +470,7 @@ impl HubBuilder {
                     &a.id,
                     &a.profile,
                     self.bindings,
+                    self.versions,
                 );
                 let (mut card, mut extended) = match &self.auth {
                     Some(auth) => {
@@ -479,7 +498,8 @@ impl HubBuilder {
                         // `max_streams` and the caller limits hold for the
                         // hub, not for each agent.
                         .stream_slots(streams.clone())
-                        .caller_limits(self.caller_limits.clone());
+                        .caller_limits(self.caller_limits.clone())
+                        .versions(self.versions);
                 if let Some(extended) = extended {
                     handler = handler.extended_card(extended);
                 }
@@ -531,7 +551,7 @@ impl HubBuilder {
 /// The card of an agent hosted at `public_url` with no gRPC address (see
 /// [`card_for_endpoints`]).
 pub fn card_for(public_url: &str, id: &str, p: &AgentProfile, bindings: Bindings) -> v1::AgentCard {
-    card_for_endpoints(public_url, None, id, p, bindings)
+    card_for_endpoints(public_url, None, id, p, bindings, VersionSet::ALL)
 }
 
 /// The gRPC listener's address as v1.0 and v0.3 callers want it: bare
@@ -552,13 +572,14 @@ fn grpc_addresses(url: &str) -> (String, String) {
 /// preference: JSON-RPC v1.0, HTTP+JSON v1.0, gRPC v1.0, then JSON-RPC v0.3
 /// (same URL as v1.0; the version header tells them apart) and gRPC v0.3.
 /// gRPC interfaces carry the agent id as `tenant`, since one listener serves
-/// every agent.
+/// every agent. Only the versions in `versions` are listed.
 pub fn card_for_endpoints(
     public_url: &str,
     grpc_url: Option<&str>,
     id: &str,
     p: &AgentProfile,
     bindings: Bindings,
+    versions: VersionSet,
 ) -> v1::AgentCard {
     let base = Hub::agent_url(public_url, id);
     let iface = |path: &str, binding: &str, version: &str| v1::AgentInterface {
@@ -575,24 +596,28 @@ pub fn card_for_endpoints(
         protocol_version: version.into(),
     };
     let mut interfaces = Vec::new();
-    if bindings.jsonrpc {
-        interfaces.push(iface("/a2a", "JSONRPC", "1.0"));
+    if versions.contains(ProtocolVersion::V1_0) {
+        if bindings.jsonrpc {
+            interfaces.push(iface("/a2a", "JSONRPC", "1.0"));
+        }
+        if bindings.rest {
+            interfaces.push(iface("/rest", "HTTP+JSON", "1.0"));
+        }
+        if let Some((bare, _)) = &grpc {
+            interfaces.push(grpc_iface(bare, "1.0"));
+        }
     }
-    if bindings.rest {
-        interfaces.push(iface("/rest", "HTTP+JSON", "1.0"));
-    }
-    if let Some((bare, _)) = &grpc {
-        interfaces.push(grpc_iface(bare, "1.0"));
-    }
-    if bindings.jsonrpc {
-        interfaces.push(iface("/a2a", "JSONRPC", "0.3"));
-    }
-    if bindings.rest {
-        // v0.3 clients append `/v1/message:send` and so on to this URL.
-        interfaces.push(iface("/rest", "HTTP+JSON", "0.3"));
-    }
-    if let Some((_, with_scheme)) = &grpc {
-        interfaces.push(grpc_iface(with_scheme, "0.3"));
+    if versions.contains(ProtocolVersion::V0_3) {
+        if bindings.jsonrpc {
+            interfaces.push(iface("/a2a", "JSONRPC", "0.3"));
+        }
+        if bindings.rest {
+            // v0.3 clients append `/v1/message:send` and so on to this URL.
+            interfaces.push(iface("/rest", "HTTP+JSON", "0.3"));
+        }
+        if let Some((_, with_scheme)) = &grpc {
+            interfaces.push(grpc_iface(with_scheme, "0.3"));
+        }
     }
     v1::AgentCard {
         name: p.name.clone(),
@@ -607,7 +632,7 @@ pub fn card_for_endpoints(
         capabilities: Some(v1::AgentCapabilities {
             streaming: Some(p.streaming),
             push_notifications: Some(false),
-            extensions: Vec::new(),
+            extensions: p.extensions.clone(),
             extended_agent_card: Some(false),
         }),
         security_schemes: Default::default(),

@@ -34,6 +34,10 @@ use tower::ServiceExt;
 #[path = "bindings/push.rs"]
 mod push;
 
+/// What public conformance suites check: endpoints, v0.3 behaviours, errors.
+#[path = "bindings/conformance.rs"]
+mod conformance;
+
 mod common;
 
 use common::{WIRES, Wire};
@@ -55,13 +59,36 @@ async fn app() -> App {
 
 /// The hub, delivering push notifications with `push` when given.
 async fn app_with(push: Option<heddle_server::PushOptions>) -> App {
+    app_setup(Setup {
+        push,
+        ..Setup::default()
+    })
+    .await
+}
+
+/// How a test's hub differs from the usual one.
+#[derive(Default)]
+struct Setup {
+    push: Option<heddle_server::PushOptions>,
+    versions: Option<heddle_core::VersionSet>,
+    conformance: heddle_hub::agents::ConformanceCard,
+    default_agent: Option<&'static str>,
+}
+
+async fn app_setup(setup: Setup) -> App {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let grpc_addr = listener.local_addr().expect("addr");
     let mut builder = Hub::builder("http://test.local", Arc::new(MemoryStore::default()));
-    if let Some(p) = push {
+    if let Some(p) = setup.push {
         builder = builder.push(p);
+    }
+    if let Some(v) = setup.versions {
+        builder = builder.card_versions(v);
+    }
+    if let Some(id) = setup.default_agent {
+        builder = builder.default_agent(id);
     }
     let hub = builder
         .grpc_url(grpc_addr.to_string())
@@ -84,7 +111,7 @@ async fn app_with(push: Option<heddle_server::PushOptions>) -> App {
         )
         .agent(
             "conformance",
-            AgentProfile::new("conformance", "Conformance", "c", &["t"]),
+            heddle_hub::agents::conformance_profile(setup.conformance),
             Arc::new(Conformance {
                 resubscribe_window: Duration::from_secs(2),
                 v03_pause: Duration::from_millis(100),
@@ -711,6 +738,15 @@ async fn cancel_behaves_alike_on_every_wire() {
             .expect("send");
         let c = w.cancel(&app, "conformance", &t.id).await.expect("cancel");
         assert_eq!(state(&c), v1::TaskState::Canceled, "{w:?}");
+        // A second cancel changes nothing (v1 §3.3.1) and says so with
+        // TaskNotCancelable (v1 §3.1.5 names an already canceled task).
+        assert_eq!(
+            w.cancel(&app, "conformance", &t.id)
+                .await
+                .expect_err("already canceled"),
+            Failure("TASK_NOT_CANCELABLE".into()),
+            "{w:?}"
+        );
         let done = w
             .send(&app, "echo", w.message("e", "x", None), false)
             .await

@@ -716,6 +716,10 @@ impl v03_server::A2aService for V03Service {
     ) -> Result<Response<pb::AgentCard>, Status> {
         let (inc, _) = split(request);
         let handler = self.handler(&inc)?;
+        let versions = handler.versions();
+        if !versions.contains(ProtocolVersion::V0_3) {
+            return Err(status(&versions.refusal(ProtocolVersion::V0_3)));
+        }
         let extended = handler
             .card()
             .capabilities

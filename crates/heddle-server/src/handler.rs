@@ -11,7 +11,7 @@ use std::{
 
 use futures::{FutureExt as _, Stream, future::BoxFuture};
 use heddle_core::{
-    A2aError, ErrorCode, ProtocolVersion,
+    A2aError, ErrorCode, ProtocolVersion, VersionSet,
     call::Call,
     v1::{self, stream_response::Payload},
     wkt::Timestamp,
@@ -147,6 +147,7 @@ struct Inner {
     streams: StreamSlots,
     caller_limits: CallerLimits,
     push: Option<PushNotifier>,
+    versions: VersionSet,
 }
 
 /// A [`RequestHandler`] being put together (see [`RequestHandler::builder`]).
@@ -161,6 +162,7 @@ pub struct HandlerBuilder {
     push: Option<PushNotifier>,
     streams: Option<StreamSlots>,
     caller_limits: Option<CallerLimits>,
+    versions: VersionSet,
 }
 
 impl HandlerBuilder {
@@ -199,6 +201,14 @@ impl HandlerBuilder {
         self
     }
 
+    /// Serves only these protocol versions (default: both): a call in
+    /// another is VersionNotSupported, whatever its binding. The card should
+    /// list interfaces of these versions only.
+    pub fn versions(mut self, versions: VersionSet) -> Self {
+        self.versions = versions;
+        self
+    }
+
     /// The handler.
     pub fn build(self) -> RequestHandler {
         let streams = self.streams.unwrap_or_else(|| {
@@ -218,6 +228,7 @@ impl HandlerBuilder {
                 streams,
                 caller_limits: self.caller_limits.unwrap_or_else(CallerLimits::unlimited),
                 push: self.push,
+                versions: self.versions,
             }),
         }
     }
@@ -317,6 +328,7 @@ impl RequestHandler {
             push: None,
             streams: None,
             caller_limits: None,
+            versions: VersionSet::ALL,
         }
     }
 
@@ -333,6 +345,11 @@ impl RequestHandler {
     /// The limits in force.
     pub fn limits(&self) -> &Limits {
         &self.inner.limits
+    }
+
+    /// The protocol versions served.
+    pub fn versions(&self) -> VersionSet {
+        self.inner.versions
     }
 
     /// The per-caller limits this handler's callers are held to.
@@ -412,6 +429,9 @@ impl RequestHandler {
     /// What is refused before any method runs: a required extension the
     /// caller lacks, an operation the card does not declare, invalid params.
     fn admit(&self, cx: &CallContext, call: &Call) -> Result<(), A2aError> {
+        if !self.inner.versions.contains(cx.version) {
+            return Err(self.inner.versions.refusal(cx.version));
+        }
         self.check_required_extensions(cx)?;
         // Capabilities first: an unsupported operation is that, whatever its params.
         if matches!(
@@ -974,9 +994,8 @@ impl RequestHandler {
                 return Err(A2aError::task_not_found(&live.id));
             }
             let state = current_state(&st);
-            if state == v1::TaskState::Canceled {
-                return Ok(st.task.clone());
-            }
+            // Already CANCELED included (v1 §3.1.5 names it): a second cancel
+            // changes nothing, as §3.3.1 asks, and says so the same way.
             if state.is_terminal() {
                 return Err(A2aError::new(
                     ErrorCode::TaskNotCancelable,

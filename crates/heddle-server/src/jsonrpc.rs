@@ -296,6 +296,16 @@ async fn dispatch(
     };
     let reply_id = id.clone().unwrap_or(Id::Null);
     let answer = match call.await {
+        // v0.3 §7.9: `tasks/resubscribe` answers with a stream whose events
+        // are JSON-RPC responses, an error included (as the official SDKs
+        // do). A retryable refusal stays HTTP 429, so clients back off.
+        Err(e)
+            if version == ProtocolVersion::V0_3
+                && method == Method::SubscribeToTask
+                && e.code != ErrorCode::ResourceExhausted =>
+        {
+            Answer::Stream(sse_error(reply_id, &e))
+        }
         Err(e) => encode_error(reply_id, &e),
         Ok(Reply::Stream(stream)) => Answer::Stream(sse(reply_id, version, stream)),
         Ok(reply) => encode_reply(reply_id, version, method, reply),
@@ -401,6 +411,13 @@ fn encode_reply(id: Id, version: ProtocolVersion, method: Method, reply: Reply) 
         (ProtocolVersion::V0_3, Reply::Empty) => encode(id, &serde_json::Value::Null),
         (_, Reply::Stream(_)) => encode_error(id, &A2aError::internal("unexpected stream")),
     }
+}
+
+/// A stream of one event: the JSON-RPC error response.
+fn sse_error(id: Id, err: &A2aError) -> Response {
+    let err = &*crate::redact::for_caller(err);
+    let event = crate::sse::event(&RpcResponse::error(id, err));
+    crate::sse::response(futures::stream::once(std::future::ready(event)))
 }
 
 /// The SSE response for a stream of task events.

@@ -11,7 +11,7 @@
 use axum::{
     Router,
     body::Bytes,
-    extract::{Path, RawQuery, State},
+    extract::{FromRequest, Path, RawQuery, Request, State},
     http::{HeaderMap, HeaderValue, Method as HttpMethod, StatusCode, header},
     response::{IntoResponse, Response},
     routing::{any, get, post},
@@ -102,9 +102,7 @@ pub(crate) fn check_content_type(headers: &HeaderMap, body: &Bytes) -> Option<Re
         ErrorCode::ContentTypeNotSupported,
         format!("request bodies must be application/json or application/a2a+json, not {mime}"),
     );
-    let mut resp = error(&err);
-    *resp.status_mut() = StatusCode::UNSUPPORTED_MEDIA_TYPE;
-    Some(resp)
+    Some(error_as(&err, StatusCode::UNSUPPORTED_MEDIA_TYPE))
 }
 
 pub(crate) fn json<T: Serialize>(status: StatusCode, body: &T) -> Response {
@@ -124,9 +122,16 @@ pub(crate) fn json<T: Serialize>(status: StatusCode, body: &T) -> Response {
 
 /// An A2A error as `{"error": google.rpc.Status}` with its HTTP status (v1 §11.6).
 pub(crate) fn error(err: &A2aError) -> Response {
+    let status =
+        StatusCode::from_u16(err.code.spec().http).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    error_as(err, status)
+}
+
+/// [`error`] answered with `status` rather than the catalogue's; the body's
+/// `error.code` says the same status (v1 §11.6).
+pub(crate) fn error_as(err: &A2aError, status: StatusCode) -> Response {
     let err = &*crate::redact::for_caller(err);
-    let (status, body) = err.to_http_body();
-    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let body = err.http_body_with_status(status.as_u16());
     let mut resp = match crate::json::to_vec(&body) {
         Ok(bytes) => (
             status,
@@ -141,6 +146,25 @@ pub(crate) fn error(err: &A2aError) -> Response {
     };
     add_retry_after(err, &mut resp);
     resp
+}
+
+/// A REST request body. One that cannot be read (larger than the limit, cut
+/// off, too slow) is refused in the binding's error form, its `error.code`
+/// the HTTP status (413, 400), not axum's plain-text answer.
+pub(crate) struct RestBody(pub(crate) Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for RestBody {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match Bytes::from_request(req, state).await {
+            Ok(b) => Ok(RestBody(b)),
+            Err(r) => Err(error_as(
+                &A2aError::new(ErrorCode::InvalidRequest, r.body_text()),
+                r.status(),
+            )),
+        }
+    }
 }
 
 /// `Retry-After` on the answer to a retryable error (RFC 9110 §10.2.3).
@@ -204,7 +228,7 @@ async fn send(
     RawQuery(q): RawQuery,
     headers: HeaderMap,
     caller: Option<axum::Extension<Caller>>,
-    body: Bytes,
+    RestBody(body): RestBody,
 ) -> Response {
     send_as(Call::SendMessage, h, params, q, headers, caller, body).await
 }
@@ -215,7 +239,7 @@ async fn stream(
     RawQuery(q): RawQuery,
     headers: HeaderMap,
     caller: Option<axum::Extension<Caller>>,
-    body: Bytes,
+    RestBody(body): RestBody,
 ) -> Response {
     send_as(
         Call::SendStreamingMessage,
@@ -385,6 +409,28 @@ pub(crate) fn parse_task_route(rest: &str) -> Option<TaskRoute<'_>> {
     }
 }
 
+/// A push config List from its query (`pageSize`, `pageToken`, either
+/// spelling), shared by both versions' routes.
+pub(crate) fn list_configs_request(
+    tenant: String,
+    task_id: &str,
+    query: Option<&str>,
+) -> Result<v1::ListTaskPushNotificationConfigsRequest, A2aError> {
+    let mut r = v1::ListTaskPushNotificationConfigsRequest {
+        tenant,
+        task_id: task_id.to_owned(),
+        ..Default::default()
+    };
+    for (k, v) in query_pairs(query) {
+        match k.as_str() {
+            "pageSize" | "page_size" => r.page_size = int_param("pageSize", &v)?,
+            "pageToken" | "page_token" => r.page_token = v,
+            _ => {}
+        }
+    }
+    Ok(r)
+}
+
 pub(crate) fn not_found() -> Response {
     error(&A2aError::new(ErrorCode::MethodNotFound, "no such route"))
 }
@@ -408,7 +454,7 @@ async fn task_route(
     RawQuery(q): RawQuery,
     headers: HeaderMap,
     caller: Option<axum::Extension<Caller>>,
-    body: Bytes,
+    RestBody(body): RestBody,
 ) -> Response {
     if let Some(r) = check_content_type(&headers, &body) {
         return r;
@@ -468,22 +514,7 @@ async fn task_route(
             })
         }
         (&HttpMethod::GET, TaskRoute::Configs(task_id)) => {
-            let mut r = v1::ListTaskPushNotificationConfigsRequest {
-                tenant,
-                task_id: task_id.to_owned(),
-                ..Default::default()
-            };
-            for (k, v) in query_pairs(q.as_deref()) {
-                match k.as_str() {
-                    "pageSize" | "page_size" => match int_param("pageSize", &v) {
-                        Ok(n) => r.page_size = n,
-                        Err(e) => return error(&e),
-                    },
-                    "pageToken" | "page_token" => r.page_token = v,
-                    _ => {}
-                }
-            }
-            Ok(Call::ListPushConfigs(r))
+            list_configs_request(tenant, task_id, q.as_deref()).map(Call::ListPushConfigs)
         }
         (&HttpMethod::GET, TaskRoute::Config(task_id, id)) => Ok(Call::GetPushConfig(
             v1::GetTaskPushNotificationConfigRequest {

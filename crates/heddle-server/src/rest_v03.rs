@@ -24,8 +24,8 @@ use crate::{
     handler::{CallContext, EventStream, Reply, RequestHandler},
     jsonrpc::Envelope,
     rest::{
-        Params, TaskRoute, check_content_type, error, int_param, json, not_found, parse_task_route,
-        query_pairs,
+        Params, RestBody, TaskRoute, check_content_type, error, int_param, json,
+        list_configs_request, not_found, parse_task_route, query_pairs,
     },
 };
 
@@ -122,7 +122,7 @@ async fn send(
     RawQuery(q): RawQuery,
     headers: HeaderMap,
     caller: Option<axum::Extension<Caller>>,
-    body: Bytes,
+    RestBody(body): RestBody,
 ) -> Response {
     send_as(Call::SendMessage, h, q, headers, caller, body).await
 }
@@ -132,7 +132,7 @@ async fn stream(
     RawQuery(q): RawQuery,
     headers: HeaderMap,
     caller: Option<axum::Extension<Caller>>,
-    body: Bytes,
+    RestBody(body): RestBody,
 ) -> Response {
     send_as(Call::SendStreamingMessage, h, q, headers, caller, body).await
 }
@@ -159,6 +159,10 @@ async fn card(
     headers: HeaderMap,
     caller: Option<axum::Extension<Caller>>,
 ) -> Response {
+    let versions = h.versions();
+    if !versions.contains(ProtocolVersion::V0_3) {
+        return error(&versions.refusal(ProtocolVersion::V0_3));
+    }
     let cx = context(&headers, q.as_deref(), caller.map(|c| c.0));
     // The public card; an authenticated caller of an agent with an extended
     // card gets that one.
@@ -191,7 +195,7 @@ async fn task_route(
     RawQuery(q): RawQuery,
     headers: HeaderMap,
     caller: Option<axum::Extension<Caller>>,
-    body: Bytes,
+    RestBody(body): RestBody,
 ) -> Response {
     if let Some(r) = check_content_type(&headers, &body) {
         return r;
@@ -207,8 +211,9 @@ async fn task_route(
             for (k, v) in query_pairs(q.as_deref()) {
                 if k == "historyLength" || k == "history_length" {
                     match int_param("historyLength", &v) {
-                        // v0.3: 0 means no limit.
-                        Ok(n) => history = (n > 0).then_some(n),
+                        // v0.3: 0 means no limit; a negative one is
+                        // refused by the handler, as in v1.0.
+                        Ok(n) => history = (n != 0).then_some(n),
                         Err(e) => return error(&e),
                     }
                 }
@@ -236,12 +241,9 @@ async fn task_route(
         (&HttpMethod::POST, TaskRoute::Configs(task_id)) => {
             crate::rest_v03_push::create_call(&body, task_id).map(Call::CreatePushConfig)
         }
-        (&HttpMethod::GET, TaskRoute::Configs(task_id)) => Ok(Call::ListPushConfigs(
-            v1::ListTaskPushNotificationConfigsRequest {
-                task_id: task_id.to_owned(),
-                ..Default::default()
-            },
-        )),
+        (&HttpMethod::GET, TaskRoute::Configs(task_id)) => {
+            list_configs_request(String::new(), task_id, q.as_deref()).map(Call::ListPushConfigs)
+        }
         (&HttpMethod::GET, TaskRoute::Config(task_id, id)) => Ok(Call::GetPushConfig(
             v1::GetTaskPushNotificationConfigRequest {
                 task_id: task_id.to_owned(),

@@ -15,8 +15,10 @@ pub(crate) fn create_call(
     let (config, config_id, field) = match value.get("config") {
         Some(c) => (
             c.clone(),
+            // ProtoJSON: the JSON name or the proto field name.
             value
                 .get("configId")
+                .or_else(|| value.get("config_id"))
                 .and_then(serde_json::Value::as_str)
                 .map(str::to_owned),
             "config",
@@ -65,6 +67,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.id, "cfg");
+        // Proto field names too, and an empty authentication is none.
+        let snake = r#"{"parent":"tasks/t1","config_id":"c2","config":{"push_notification_config":{"url":"https://h.example/y","authentication":{}}}}"#;
+        let c = create_call(&Bytes::from_static(snake.as_bytes()), "t1").unwrap();
+        assert_eq!(
+            (c.id.as_str(), c.url.as_str()),
+            ("c2", "https://h.example/y")
+        );
+        assert_eq!(c.authentication, None);
         let err = create_call(&Bytes::from_static(b"{}"), "t1").unwrap_err();
         assert!(err.to_string().contains("pushNotificationConfig"), "{err}");
     }

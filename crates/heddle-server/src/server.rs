@@ -96,6 +96,45 @@ impl AgentRoutes {
     }
 }
 
+/// `router` reachable however a client joins its paths: a trailing slash
+/// (`…/a2a/`, `…/rest/`, `…/.well-known/agent-card.json/`) and doubled
+/// slashes (`…/rest//message:send`) reach the route without them, as
+/// official client libraries and suites build URLs that way. Only the path
+/// is rewritten, before routing; other requests pass untouched.
+pub fn lenient_paths(router: Router) -> Router {
+    use tower::ServiceExt as _;
+    Router::new().fallback_service(router.map_request(normalize_path))
+}
+
+/// The request with its path's trailing and doubled slashes removed.
+fn normalize_path<B>(mut req: axum::http::Request<B>) -> axum::http::Request<B> {
+    let path = req.uri().path();
+    if path.len() <= 1 || !(path.ends_with('/') || path.contains("//")) {
+        return req;
+    }
+    let mut clean = String::with_capacity(path.len());
+    for segment in path.split('/').filter(|s| !s.is_empty()) {
+        clean.push('/');
+        clean.push_str(segment);
+    }
+    if clean.is_empty() {
+        clean.push('/');
+    }
+    if let Some(q) = req.uri().query() {
+        clean.push('?');
+        clean.push_str(q);
+    }
+    let Ok(pq) = axum::http::uri::PathAndQuery::try_from(clean) else {
+        return req;
+    };
+    let mut parts = req.uri().clone().into_parts();
+    parts.path_and_query = Some(pq);
+    if let Ok(uri) = axum::http::Uri::from_parts(parts) {
+        *req.uri_mut() = uri;
+    }
+    req
+}
+
 /// Just the two well-known card routes for `card`.
 pub fn card_router(card: &heddle_core::v1::AgentCard) -> Router {
     cards_at("", card)
@@ -109,4 +148,30 @@ fn cards_at(prefix: &str, card: &heddle_core::v1::AgentCard) -> Router {
             r.route(&format!("{prefix}{p}"), get(crate::card::serve))
         })
         .with_state(doc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn normalized(uri: &str) -> String {
+        let req = axum::http::Request::get(uri).body(()).expect("request");
+        normalize_path(req).uri().to_string()
+    }
+
+    #[test]
+    fn trailing_and_doubled_slashes_are_dropped() {
+        assert_eq!(normalized("/a2a/"), "/a2a");
+        assert_eq!(
+            normalized("/x/rest//message:send?a=1"),
+            "/x/rest/message:send?a=1"
+        );
+        assert_eq!(
+            normalized("http://h/.well-known/agent-card.json/"),
+            "http://h/.well-known/agent-card.json"
+        );
+        assert_eq!(normalized("/"), "/");
+        assert_eq!(normalized("//"), "/");
+        assert_eq!(normalized("/a2a"), "/a2a");
+    }
 }

@@ -23,7 +23,8 @@
 //! * **`final`**: v1.0 has no `final` flag; downgrading sets it on a status
 //!   update whose state is terminal or interrupted (the stream ends there).
 //! * **Push authentication**: v0.3 lists several `schemes`, v1.0 holds one
-//!   `scheme`. Upgrading keeps the first.
+//!   `scheme`. Upgrading keeps the first; an `authentication` with no
+//!   schemes (`{}`) is read as none, since v1.0 requires a scheme.
 //! * **Security schemes**: v0.3 OAuth2 may declare several flows at once; v1.0
 //!   holds one. Upgrading keeps the first of authorizationCode,
 //!   clientCredentials, implicit, password. v1.0 `deviceCode` flows and the
@@ -460,7 +461,8 @@ impl<'de> Deserialize<'de> for StreamEvent {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PushNotificationAuthenticationInfo {
-    /// Scheme names (`Bearer`, …).
+    /// Scheme names (`Bearer`, …); none (or absent) is no authentication.
+    #[serde(default)]
     pub schemes: Vec<String>,
     /// Credentials for the receiver.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -933,9 +935,11 @@ impl PushNotificationConfig {
             task_id: task_id.to_owned(),
             url: self.url.clone(),
             token: self.token.clone().unwrap_or_default(),
+            // No schemes is no authentication (v1.0 requires a scheme).
             authentication: self
                 .authentication
                 .as_ref()
+                .filter(|a| !a.schemes.is_empty())
                 .map(|a| v1::AuthenticationInfo {
                     scheme: a.schemes.first().cloned().unwrap_or_default(),
                     credentials: a.credentials.clone().unwrap_or_default(),
@@ -991,7 +995,7 @@ impl MessageSendParams {
                     .push_notification_config
                     .as_ref()
                     .map(|p| p.to_v1("")),
-                history_length: c.history_length.filter(|&n| n > 0),
+                history_length: c.history_length.filter(|&n| n != 0),
                 return_immediately: c.blocking == Some(false),
             });
         Ok(v1::SendMessageRequest {
@@ -1026,12 +1030,13 @@ impl MessageSendParams {
 }
 
 impl TaskQueryParams {
-    /// Upgrade to a v1.0 `GetTaskRequest` (v0.3 `historyLength: 0` means all).
+    /// Upgrade to a v1.0 `GetTaskRequest` (v0.3 `historyLength: 0` means all;
+    /// a negative one is kept, for v1.0 validation to refuse as InvalidParams).
     pub fn to_v1(&self) -> v1::GetTaskRequest {
         v1::GetTaskRequest {
             tenant: String::new(),
             id: self.id.clone(),
-            history_length: self.history_length.filter(|&n| n > 0),
+            history_length: self.history_length.filter(|&n| n != 0),
         }
     }
 }

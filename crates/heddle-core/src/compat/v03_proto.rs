@@ -36,7 +36,8 @@
 //!   update whose state is terminal or interrupted (the stream ends there),
 //!   upgrading drops it.
 //! * **Push authentication**: v0.3 lists several `schemes`, v1.0 holds one
-//!   `scheme`; upgrading keeps the first. A create request's `config_id`
+//!   `scheme`; upgrading keeps the first, and an `authentication` with no
+//!   schemes (`{}`) is none. A create request's `config_id`
 //!   wins over the id inside its config.
 //! * **Agent Card**: converted through [`super::v03::AgentCard`], so its
 //!   lossy points apply; in addition the v0.3 proto has no `iconUrl` and no
@@ -363,7 +364,7 @@ pub fn send_request_to_v1(r: &pb::SendMessageRequest) -> v1::SendMessageRequest 
                 .push_notification
                 .as_ref()
                 .map(|p| push_config_to_v1(p, "")),
-            history_length: (c.history_length > 0).then_some(c.history_length),
+            history_length: (c.history_length != 0).then_some(c.history_length),
             return_immediately: !c.blocking,
         });
     v1::SendMessageRequest {
@@ -429,12 +430,13 @@ pub fn parse_config_name<'a>(name: &'a str, field: &str) -> Result<(&'a str, &'a
     })
 }
 
-/// Upgrade a GetTask request (`history_length` 0 means all).
+/// Upgrade a GetTask request (`history_length` 0 means all; a negative one
+/// is kept, for v1.0 validation to refuse).
 pub fn get_task_to_v1(r: &pb::GetTaskRequest) -> Result<v1::GetTaskRequest, A2aError> {
     Ok(v1::GetTaskRequest {
         tenant: String::new(),
         id: parse_task_name(&r.name, "name")?.to_owned(),
-        history_length: (r.history_length > 0).then_some(r.history_length),
+        history_length: (r.history_length != 0).then_some(r.history_length),
     })
 }
 
@@ -449,10 +451,15 @@ pub fn push_config_to_v1(
         task_id: task_id.to_owned(),
         url: c.url.clone(),
         token: c.token.clone(),
-        authentication: c.authentication.as_ref().map(|a| v1::AuthenticationInfo {
-            scheme: a.schemes.first().cloned().unwrap_or_default(),
-            credentials: a.credentials.clone(),
-        }),
+        // `authentication: {}` (no schemes) is none: v1.0 requires a scheme.
+        authentication: c
+            .authentication
+            .as_ref()
+            .filter(|a| !a.schemes.is_empty())
+            .map(|a| v1::AuthenticationInfo {
+                scheme: a.schemes.first().cloned().unwrap_or_default(),
+                credentials: a.credentials.clone(),
+            }),
     }
 }
 
@@ -1067,6 +1074,28 @@ mod tests {
         })
         .expect("get");
         assert_eq!((get.id.as_str(), get.history_length), ("t-9", None));
+        let negative = get_task_to_v1(&pb::GetTaskRequest {
+            name: "tasks/t-9".into(),
+            history_length: -1,
+        })
+        .expect("get");
+        assert_eq!(
+            negative.history_length,
+            Some(-1),
+            "kept for validation to refuse"
+        );
+        let no_schemes = push_config_to_v1(
+            &pb::PushNotificationConfig {
+                url: "https://hook".into(),
+                authentication: Some(pb::AuthenticationInfo::default()),
+                ..Default::default()
+            },
+            "t-9",
+        );
+        assert_eq!(
+            no_schemes.authentication, None,
+            "no schemes is no authentication"
+        );
         let create = create_push_config_to_v1(&pb::CreateTaskPushNotificationConfigRequest {
             parent: "tasks/t-9".into(),
             config_id: "cfg".into(),

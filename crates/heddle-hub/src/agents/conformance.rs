@@ -5,11 +5,13 @@ use heddle_core::{ProtocolVersion, v1};
 use heddle_server::{AgentError, AgentExecutor, RequestContext, TaskEvents};
 use serde_json::json;
 
+use crate::AgentProfile;
+
 /// The agent public A2A conformance suites (the TCKs) drive: its behaviour is
 /// chosen by the prefix of the user message's `messageId` (longest first), as
 /// `shared/reference/CONFORMANCE-AGENT.md` describes. Requests in v0.3 get
 /// the v0.3 suite's behaviour: the task stays open (WORKING, then
-/// INPUT_REQUIRED) so the suite can continue or cancel it.
+/// INPUT_REQUIRED), across any number of follow-ups, until the suite cancels it.
 #[derive(Clone, Copy, Debug)]
 pub struct Conformance {
     /// How long `test-resubscribe-message-id` stays WORKING.
@@ -216,6 +218,9 @@ impl AgentExecutor for Conformance {
 
 impl Conformance {
     /// v0.3 suites: keep the task open so it can be continued or canceled.
+    /// Every follow-up is answered (its text echoed in the status message)
+    /// and the task returns to INPUT_REQUIRED: v0.3 suites send several
+    /// follow-ups to one task, and the client ends it by canceling.
     async fn v03(
         &self,
         ctx: &RequestContext,
@@ -232,23 +237,65 @@ impl Conformance {
             () = tokio::time::sleep(window) => {}
             () = ctx.cancel.cancelled() => return Ok(()),
         }
-        if ctx.is_continuation() && b != Behaviour::InputRequired {
-            events
-                .artifact(
-                    artifact(
-                        "response",
-                        v1::Part::text(format!("Received: {}", ctx.text())),
-                    ),
-                    false,
-                    true,
-                )
-                .await?;
-            events.complete(None).await?;
+        let reply = if ctx.is_continuation() {
+            format!(
+                "Received: {}. Send more input, or cancel the task to end it.",
+                ctx.text()
+            )
         } else {
-            events.input_required("Please provide more input.").await?;
-        }
+            "Please provide more input.".to_owned()
+        };
+        events.input_required(&reply).await?;
         Ok(())
     }
+}
+
+/// The extension the conformance agent can declare as required
+/// ([`conformance_profile`]), so the ExtensionSupportRequired path is reachable.
+pub const REQUIRED_EXTENSION: &str = "urn:a2a:tck:required-extension";
+
+/// How `heddle serve` sets the conformance agent's card up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConformanceCard {
+    /// Declare [`REQUIRED_EXTENSION`] with `required: true`: every call
+    /// without it is refused with ExtensionSupportRequired.
+    pub required_extension: bool,
+    /// Declare streaming (default); without it streaming calls are
+    /// UnsupportedOperation.
+    pub streaming: bool,
+}
+
+impl Default for ConformanceCard {
+    fn default() -> Self {
+        Self {
+            required_extension: false,
+            streaming: true,
+        }
+    }
+}
+
+/// The conformance agent's profile, as `card` asks.
+pub fn conformance_profile(card: ConformanceCard) -> AgentProfile {
+    let mut p = AgentProfile {
+        input_modes: vec!["text/plain".into(), "application/json".into()],
+        output_modes: vec!["text/plain".into(), "application/json".into()],
+        ..AgentProfile::new(
+            "conformance",
+            "Conformance agent",
+            "Behaves as the public A2A conformance suites expect, steered by the message id.",
+            &["conformance", "tck"],
+        )
+    };
+    p.streaming = card.streaming;
+    if card.required_extension {
+        p.extensions.push(v1::AgentExtension {
+            uri: REQUIRED_EXTENSION.into(),
+            description: "Required by the conformance agent when asked to be (heddle serve --conformance-required-extension)".into(),
+            required: true,
+            params: None,
+        });
+    }
+    p
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ mod writer;
 
 use std::sync::Arc;
 
-pub use conformance::Conformance;
+pub use conformance::{Conformance, ConformanceCard, REQUIRED_EXTENSION, conformance_profile};
 pub use echo::Echo;
 pub use writer::{WRITER_STREAM_CHUNKS, Writer, WriterStream};
 
@@ -23,10 +23,31 @@ pub fn with_demo_agents(hub: HubBuilder) -> HubBuilder {
     with_demo_agents_using(hub, WriterStream::default())
 }
 
+/// How the demo agents are set up (`heddle serve`'s flags).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DemoOptions {
+    /// Serves `writer-stream` (the benchmarks set its pause between chunks:
+    /// none, to measure streaming throughput, or a long one, to hold
+    /// streams open).
+    pub writer_stream: WriterStream,
+    /// The conformance agent's card: a required extension, streaming.
+    pub conformance: ConformanceCard,
+}
+
 /// Adds the four demo agents to a hub, with `writer_stream` serving
-/// `writer-stream` (the benchmarks set its pause between chunks: none, to
-/// measure streaming throughput, or a long one, to hold streams open).
+/// `writer-stream`.
 pub fn with_demo_agents_using(hub: HubBuilder, writer_stream: WriterStream) -> HubBuilder {
+    with_demo_agents_configured(
+        hub,
+        DemoOptions {
+            writer_stream,
+            ..DemoOptions::default()
+        },
+    )
+}
+
+/// Adds the four demo agents to a hub, set up as `options` say.
+pub fn with_demo_agents_configured(hub: HubBuilder, options: DemoOptions) -> HubBuilder {
     hub.agent(
         "echo",
         AgentProfile::new(
@@ -58,20 +79,11 @@ pub fn with_demo_agents_using(hub: HubBuilder, writer_stream: WriterStream) -> H
             "Writes a short report and streams it in three chunks.",
             &["demo", "writing", "streaming"],
         ),
-        Arc::new(writer_stream),
+        Arc::new(options.writer_stream),
     )
     .agent(
         "conformance",
-        AgentProfile {
-            input_modes: vec!["text/plain".into(), "application/json".into()],
-            output_modes: vec!["text/plain".into(), "application/json".into()],
-            ..AgentProfile::new(
-                "conformance",
-                "Conformance agent",
-                "Behaves as the public A2A conformance suites expect, steered by the message id.",
-                &["conformance", "tck"],
-            )
-        },
+        conformance_profile(options.conformance),
         Arc::new(Conformance::default()),
     )
 }

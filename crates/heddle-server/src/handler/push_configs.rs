@@ -2,7 +2,7 @@
 //! SendMessage may carry. Every one is scoped to the caller: the task must be
 //! the caller's, and configs live in the same scope.
 
-use heddle_core::{A2aError, ErrorCode, v1};
+use heddle_core::{A2aError, ErrorCode, ProtocolVersion, v1};
 
 use super::{CallContext, Reply, RequestHandler, store_err};
 use crate::push::{self, PushNotifier};
@@ -41,8 +41,11 @@ impl RequestHandler {
             .policy()
             .check_url(&config.url)
             .map_err(|r| A2aError::invalid_field(field, r.0))?;
+        // A config given no id is named after its task, as the official
+        // SDKs name it: a Get by task id alone (v0.3) then finds it, and
+        // setting another without an id replaces it.
         if config.id.is_empty() {
-            config.id = crate::new_id();
+            task_id.clone_into(&mut config.id);
         }
         task_id.clone_into(&mut config.task_id);
         let scope = self.scope(&cx.caller);
@@ -112,16 +115,20 @@ impl RequestHandler {
         self.check_task(cx, &r.task_id).await?;
         let scope = self.scope(&cx.caller);
         let store = &self.inner.store;
-        // v0.3 allowed asking by task id alone: the task's first config.
-        let found = if r.id.is_empty() {
-            store
+        let mut found = store
+            .get_push_config(&scope, &r.task_id, &r.id)
+            .await
+            .map_err(store_err)?;
+        // v0.3 allows asking by task id alone (decoded as the id of a config
+        // set without one, the task's own): failing that, the task's first.
+        if found.is_none() && cx.version == ProtocolVersion::V0_3 && r.id == r.task_id {
+            found = store
                 .list_push_configs(&scope, &r.task_id)
                 .await
-                .map(|l| l.into_iter().next())
-        } else {
-            store.get_push_config(&scope, &r.task_id, &r.id).await
+                .map_err(store_err)?
+                .into_iter()
+                .next();
         }
-        .map_err(store_err)?;
         found
             .map(|rec| Reply::PushConfig(rec.config))
             .ok_or_else(|| {
