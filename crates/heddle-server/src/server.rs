@@ -100,10 +100,16 @@ impl AgentRoutes {
 /// (`…/a2a/`, `…/rest/`, `…/.well-known/agent-card.json/`) and doubled
 /// slashes (`…/rest//message:send`) reach the route without them, as
 /// official client libraries and suites build URLs that way. Only the path
-/// is rewritten, before routing; other requests pass untouched.
+/// is rewritten, and only for a request no route took: such a request is
+/// routed once more with its path cleaned, reaching the router's own
+/// fallback if it still matches nothing. A request to a route as written
+/// costs nothing more.
 pub fn lenient_paths(router: Router) -> Router {
     use tower::ServiceExt as _;
-    Router::new().fallback_service(router.map_request(normalize_path))
+    let exact = router.clone();
+    router.fallback_service(tower::service_fn(move |req: axum::extract::Request| {
+        exact.clone().oneshot(normalize_path(req))
+    }))
 }
 
 /// The request with its path's trailing and doubled slashes removed.
