@@ -26,7 +26,7 @@ use axum::{
     Router,
     extract::{ConnectInfo, Request, State},
     middleware::Next,
-    response::{IntoResponse, Response},
+    response::Response,
 };
 use governor::{
     DefaultKeyedRateLimiter, Quota, RateLimiter,
@@ -214,6 +214,7 @@ pub(crate) fn refusal(binding: Binding, err: &A2aError) -> Response {
 
 #[cfg(feature = "grpc")]
 fn grpc_refusal(err: &A2aError) -> Response {
+    use axum::response::IntoResponse as _;
     crate::grpc::status(err)
         .into_http::<axum::body::Body>()
         .into_response()

@@ -31,10 +31,7 @@ use futures::FutureExt;
 
 use axum::{Router, extract::ConnectInfo};
 use hyper::server::conn as hyper_conn;
-use hyper_util::{
-    rt::{TokioExecutor, TokioIo, TokioTimer},
-    service::TowerToHyperService,
-};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::{
     io::{AsyncRead, AsyncWrite},
     net::{TcpListener, TcpStream},
@@ -88,8 +85,11 @@ pub async fn serve_with(
     let limits = limits.sane();
     // The route table is built once here, not per connection.
     let app = app.with_state(());
+    // Shared, not copied into every connection's future.
+    let shared = Arc::new(limits);
     accept_loop(listener, limits, shutdown, move |tcp, peer, drain| {
         let app = app.clone();
+        let limits = shared.clone();
         async move {
             let wire = match sniff(&tcp, limits.first_byte_timeout).await {
                 Ok(Some(wire)) => wire,
@@ -237,13 +237,13 @@ pub(crate) async fn serve_connection<I, T>(
     T: Clone + Send + Sync + 'static,
 {
     let activity = Arc::new(Activity::new());
-    let service = TowerToHyperService::new(ConnService::new(
+    let service = ConnService::new(
         app,
         ConnectInfo(peer),
         stamp,
         limits.body_timeout,
         activity.clone(),
-    ));
+    );
     let io = activity.watch(io, limits.write_timeout);
     let idle = limits.idle_timeout;
     let result = match wire {

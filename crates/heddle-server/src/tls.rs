@@ -201,9 +201,12 @@ pub async fn serve_tls_with(
     // Turn the routes into services once, not per connection or request.
     let app = app.with_state(());
     let acceptor = TlsAcceptor::from(config);
+    // Shared, not copied into every connection's future.
+    let shared = std::sync::Arc::new(limits);
     accept_loop(listener, limits, shutdown, move |tcp, peer, drain| {
         let acceptor = acceptor.clone();
         let app = app.clone();
+        let limits = shared.clone();
         async move {
             let tls = match tokio::time::timeout(limits.tls_handshake_timeout, acceptor.accept(tcp))
                 .await

@@ -206,16 +206,18 @@ impl<T> ConnService<T> {
     }
 }
 
-impl<T: Clone + Send + Sync + 'static> Service<Request<Incoming>> for ConnService<T> {
+/// hyper's own service trait, not tower's through `TowerToHyperService`:
+/// that adapter's future holds the service and the request until it is
+/// first polled, and hyper keeps a slot of that size for the whole life of
+/// an HTTP/1 connection.
+impl<T: Clone + Send + Sync + 'static> hyper::service::Service<Request<Incoming>>
+    for ConnService<T>
+{
     type Response = Response<Tracked>;
     type Error = Infallible;
     type Future = ConnFuture;
 
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: Request<Incoming>) -> Self::Future {
+    fn call(&self, req: Request<Incoming>) -> Self::Future {
         let guard = InFlight::enter(&self.activity);
         let (mut parts, body) = req.into_parts();
         parts.extensions.insert(self.peer);
@@ -227,8 +229,10 @@ impl<T: Clone + Send + Sync + 'static> Service<Request<Incoming>> for ConnServic
             at: Instant::now() + self.body_timeout,
             sleep: None,
         });
+        // A router is an `Arc`: the clone is what tower's `call(&mut self)` needs.
+        let mut app = self.app.clone();
         ConnFuture {
-            inner: Box::pin(self.app.call(Request::from_parts(parts, body))),
+            inner: Box::pin(app.call(Request::from_parts(parts, body))),
             guard: Some(guard),
         }
     }
