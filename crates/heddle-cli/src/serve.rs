@@ -251,12 +251,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         &args.allow_hosts,
         &args.cors_origins,
     )?;
-    // Spans name the path, never the query: an API key may travel there.
-    let app = app.layer(tower_http::trace::TraceLayer::new_for_http().make_span_with(
-        |req: &axum::http::Request<axum::body::Body>| {
-            tracing::debug_span!("request", method = %req.method(), path = %req.uri().path())
-        },
-    ));
+
     println!(
         "Heddle is serving {} agents at {public_url} (store: {store_name}{})",
         hub.agents().len(),
@@ -316,8 +311,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             &args.allow_hosts,
             &[],
         )?),
-        (app, _) => app,
+        _ => None,
     };
+
     let grpc = async {
         match (grpc_listener, grpc_app) {
             (Some(l), Some(app)) => {

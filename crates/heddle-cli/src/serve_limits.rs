@@ -6,9 +6,14 @@
 use std::{net::SocketAddr, time::Duration};
 
 use anyhow::Context as _;
-use axum::Router;
+use axum::{Router, body::Body, extract::Request, http::Response};
 use clap::Args;
-use heddle_server::{Limits, guard::HostGuard, limit::CallerLimits, listen::ConnLimits};
+use heddle_server::{
+    Limits,
+    guard::HostGuard,
+    limit::CallerLimits,
+    listen::{ConnLimits, Served},
+};
 
 /// The limit flags of `heddle serve`.
 #[derive(Args, Debug)]
@@ -146,19 +151,38 @@ fn host_guard(
 }
 
 /// `app` behind the Host check (see [`HostGuard`]) and, when origins are
-/// named, a CORS policy that lets exactly those call it from a browser.
+/// named, a CORS policy that lets exactly those call it from a browser,
+/// with a tracing span a request. The layers wrap the whole router once
+/// (`Router::layer` would put each on every route, boxed and cloned with
+/// the route on every request).
 pub fn guarded(
     app: Router,
     listen: SocketAddr,
     public_url: &str,
     allow_hosts: &[String],
     cors_origins: &[String],
-) -> anyhow::Result<Router> {
-    let app = host_guard(listen, public_url, allow_hosts)?.wrap(app);
-    if cors_origins.is_empty() {
-        return Ok(app);
-    }
-    let origins = cors_origins
+) -> anyhow::Result<impl Served> {
+    let cors = if cors_origins.is_empty() {
+        None
+    } else {
+        Some(cors(cors_origins)?)
+    };
+    Ok(tower::ServiceBuilder::new()
+        .map_response(|r: Response<_>| r.map(Body::new))
+        // Spans name the path, never the query: an API key may travel there.
+        .layer(
+            tower_http::trace::TraceLayer::new_for_http().make_span_with(|req: &Request| {
+                tracing::debug_span!("request", method = %req.method(), path = %req.uri().path())
+            }),
+        )
+        .option_layer(cors)
+        .layer(host_guard(listen, public_url, allow_hosts)?)
+        .service(app.with_state(())))
+}
+
+/// The CORS policy that lets exactly `origins` call the hub from a browser.
+fn cors(origins: &[String]) -> anyhow::Result<tower_http::cors::CorsLayer> {
+    let origins = origins
         .iter()
         .map(|o| {
             // A browser's Origin is scheme://host[:port], never `*` nor a path.
@@ -171,7 +195,7 @@ pub fn guarded(
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     use axum::http::{Method, header};
-    let cors = tower_http::cors::CorsLayer::new()
+    Ok(tower_http::cors::CorsLayer::new()
         .allow_origin(origins)
         .allow_methods([Method::GET, Method::POST, Method::DELETE])
         .allow_headers([
@@ -182,8 +206,7 @@ pub fn guarded(
             header::HeaderName::from_static("api-key"),
             header::HeaderName::from_static("x-api-key"),
         ])
-        .expose_headers([header::HeaderName::from_static("a2a-extensions")]);
-    Ok(app.layer(cors))
+        .expose_headers([header::HeaderName::from_static("a2a-extensions")]))
 }
 
 #[cfg(test)]

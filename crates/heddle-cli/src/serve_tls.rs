@@ -3,12 +3,11 @@
 use std::{future::Future, sync::Arc};
 
 use anyhow::Context;
-use axum::Router;
 use clap::Args;
 use heddle_client::heddle_signing::{CardSigner, SigningKey};
 use heddle_server::{
-    listen::ConnLimits,
-    tls::{TlsServerConfig, TlsSettings, serve_tls_with},
+    listen::{ConnLimits, Served},
+    tls::{TlsServerConfig, TlsSettings, serve_tls_service},
 };
 
 /// Where the hub publishes the public key of an asymmetric signing key.
@@ -81,16 +80,16 @@ impl ServeSecurityArgs {
 
 /// Serves `app` on `listener`, over TLS when `tls` is set, held to the
 /// connection `limits`.
-pub async fn serve(
+pub async fn serve<S: Served>(
     listener: tokio::net::TcpListener,
-    app: Router,
+    app: S,
     tls: Option<Arc<TlsServerConfig>>,
     limits: ConnLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     match tls {
-        Some(config) => serve_tls_with(listener, config, app, limits, shutdown).await,
+        Some(config) => serve_tls_service(listener, config, app, limits, shutdown).await,
         // HTTP/1 and HTTP/2 told apart by a peek; TCP_NODELAY on every socket.
-        None => heddle_server::listen::serve_with(listener, app, limits, shutdown).await,
+        None => heddle_server::listen::serve_service(listener, app, limits, shutdown).await,
     }
 }

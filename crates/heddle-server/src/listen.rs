@@ -65,6 +65,39 @@ pub(crate) enum Wire {
 /// receiver, so the sender sees when the last one has finished.
 pub(crate) type Drain = watch::Receiver<bool>;
 
+/// What a listener serves: an axum [`Router`] ready to serve
+/// (`with_state(())`), or such a router wrapped whole in tower layers
+/// (`tower::ServiceBuilder::new().layer(…).service(router)`).
+///
+/// Layers that concern every request (tracing, a host check, CORS) belong
+/// around the whole router: `Router::layer` puts a layer on each route
+/// instead, boxed and cloned on every request with the route.
+pub trait Served:
+    tower::Service<
+        http::Request<axum::body::Body>,
+        Response = http::Response<axum::body::Body>,
+        Error = std::convert::Infallible,
+        Future: Send + 'static,
+    > + Clone
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<S> Served for S where
+    S: tower::Service<
+            http::Request<axum::body::Body>,
+            Response = http::Response<axum::body::Body>,
+            Error = std::convert::Infallible,
+            Future: Send + 'static,
+        > + Clone
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 /// Serves `app` on `listener` (plain TCP) until `shutdown` resolves, then
 /// lets open connections finish, with [`ConnLimits::default`].
 pub async fn serve(
@@ -82,9 +115,19 @@ pub async fn serve_with(
     limits: ConnLimits,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let limits = limits.sane();
     // The route table is built once here, not per connection.
-    let app = app.with_state(());
+    serve_service(listener, app.with_state(()), limits, shutdown).await
+}
+
+/// [`serve_with`] for any [`Served`] service, such as a router wrapped in
+/// layers.
+pub async fn serve_service<S: Served>(
+    listener: TcpListener,
+    app: S,
+    limits: ConnLimits,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let limits = limits.sane();
     // Shared, not copied into every connection's future.
     let shared = Arc::new(limits);
     accept_loop(listener, limits, shutdown, move |tcp, peer, drain| {
@@ -224,16 +267,17 @@ fn classify(first: &[u8]) -> Option<Wire> {
 /// until what is in flight has finished. `stamp`, when set, goes into every
 /// request's extensions, as does the [`PeerAddr`]. (No A2A binding uses
 /// HTTP/1.1 `Upgrade`.)
-pub(crate) async fn serve_connection<I, T>(
+pub(crate) async fn serve_connection<I, S, T>(
     io: I,
     wire: Wire,
-    app: Router,
+    app: S,
     peer: SocketAddr,
     stamp: Option<T>,
     limits: &ConnLimits,
     drain: Drain,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    S: Served,
     T: Clone + Send + Sync + 'static,
 {
     let activity = Arc::new(Activity::new());

@@ -31,7 +31,7 @@ use x509_parser::prelude::{FromDer, GeneralName, X509Certificate};
 
 use crate::{
     Caller,
-    listen::{ConnLimits, Wire, accept_loop, serve_connection},
+    listen::{ConnLimits, Served, Wire, accept_loop, serve_connection},
 };
 
 /// The rustls server configuration [`serve_tls`] takes.
@@ -197,9 +197,20 @@ pub async fn serve_tls_with(
     limits: ConnLimits,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let limits = limits.sane();
     // Turn the routes into services once, not per connection or request.
-    let app = app.with_state(());
+    serve_tls_service(listener, config, app.with_state(()), limits, shutdown).await
+}
+
+/// [`serve_tls_with`] for any [`Served`] service, such as a router wrapped
+/// in layers.
+pub async fn serve_tls_service<S: Served>(
+    listener: TcpListener,
+    config: Arc<ServerConfig>,
+    app: S,
+    limits: ConnLimits,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let limits = limits.sane();
     let acceptor = TlsAcceptor::from(config);
     // Shared, not copied into every connection's future.
     let shared = std::sync::Arc::new(limits);

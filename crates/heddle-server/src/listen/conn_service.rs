@@ -17,7 +17,7 @@ use std::{
     time::Duration,
 };
 
-use axum::{Router, body::Body, extract::ConnectInfo, routing::future::RouteFuture};
+use axum::{body::Body, extract::ConnectInfo};
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::{Frame, SizeHint};
@@ -27,7 +27,7 @@ use tokio::{
     io::{AsyncRead, AsyncWrite, ReadBuf},
     time::{Instant, Sleep},
 };
-use tower::Service;
+use tower::{ServiceExt as _, util::Oneshot};
 
 /// The address of the client a request came from, as
 /// [`axum::extract::ConnectInfo`] (what `axum::serve` would give).
@@ -180,17 +180,17 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for Watched<I> {
 
 /// The per-connection service hyper calls: see the module docs.
 #[derive(Clone)]
-pub(crate) struct ConnService<T> {
-    app: Router,
+pub(crate) struct ConnService<S, T> {
+    app: S,
     peer: PeerAddr,
     stamp: Option<T>,
     body_timeout: Duration,
     activity: Arc<Activity>,
 }
 
-impl<T> ConnService<T> {
+impl<S, T> ConnService<S, T> {
     pub(crate) fn new(
-        app: Router,
+        app: S,
         peer: PeerAddr,
         stamp: Option<T>,
         body_timeout: Duration,
@@ -210,12 +210,14 @@ impl<T> ConnService<T> {
 /// that adapter's future holds the service and the request until it is
 /// first polled, and hyper keeps a slot of that size for the whole life of
 /// an HTTP/1 connection.
-impl<T: Clone + Send + Sync + 'static> hyper::service::Service<Request<Incoming>>
-    for ConnService<T>
+impl<S, T> hyper::service::Service<Request<Incoming>> for ConnService<S, T>
+where
+    S: super::Served,
+    T: Clone + Send + Sync + 'static,
 {
     type Response = Response<Tracked>;
     type Error = Infallible;
-    type Future = ConnFuture;
+    type Future = ConnFuture<Oneshot<S, Request<Body>>>;
 
     fn call(&self, req: Request<Incoming>) -> Self::Future {
         let guard = InFlight::enter(&self.activity);
@@ -229,27 +231,30 @@ impl<T: Clone + Send + Sync + 'static> hyper::service::Service<Request<Incoming>
             at: Instant::now() + self.body_timeout,
             sleep: None,
         });
-        // A router is an `Arc`: the clone is what tower's `call(&mut self)` needs.
-        let mut app = self.app.clone();
+        // `oneshot` waits for the service to be ready before calling it, as
+        // tower's contract asks (a router always is; a layer may not be).
         ConnFuture {
-            inner: Box::pin(app.call(Request::from_parts(parts, body))),
+            inner: Box::pin(self.app.clone().oneshot(Request::from_parts(parts, body))),
             guard: Some(guard),
         }
     }
 }
 
-/// The router's answer, with its body counted in flight until sent.
+/// The service's answer, with its body counted in flight until sent.
 ///
-/// The router's future is boxed: hyper keeps a slot of this future's size
+/// The service's future is boxed: hyper keeps a slot of this future's size
 /// for the whole life of an HTTP/1 connection, and an idle connection or a
 /// waiting stream should not pay for the few hundred bytes of a request
 /// being routed.
-pub(crate) struct ConnFuture {
-    inner: Pin<Box<RouteFuture<Infallible>>>,
+pub(crate) struct ConnFuture<F> {
+    inner: Pin<Box<F>>,
     guard: Option<InFlight>,
 }
 
-impl Future for ConnFuture {
+impl<F> Future for ConnFuture<F>
+where
+    F: Future<Output = Result<Response<Body>, Infallible>>,
+{
     type Output = Result<Response<Tracked>, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
