@@ -849,6 +849,10 @@ async fn limits_give_clear_errors() {
         .await
         .expect("resp");
     assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    // Still a JSON-RPC answer: an error with no request id (none was read).
+    let e = json_body(resp).await;
+    assert_eq!(e["id"], Value::Null);
+    assert_eq!(e["error"]["code"], -32600, "{e}");
 }
 
 /// `max_streams` holds for the hub, not per agent, and a refusal is

@@ -163,11 +163,39 @@ impl<S: Send + Sync> FromRequestParts<S> for RpcHead {
     }
 }
 
+/// The answer to a body that could not be read: 413 past the size limit,
+/// 400 otherwise (cut short, or not in by its deadline).
+fn unreadable_body(e: &axum::Error) -> Response {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    let mut too_large = false;
+    while let Some(err) = source {
+        if err.is::<http_body_util::LengthLimitError>() {
+            too_large = true;
+            break;
+        }
+        source = err.source();
+    }
+    let (status, text) = if too_large {
+        (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "the request body is larger than this server accepts",
+        )
+    } else {
+        (
+            StatusCode::BAD_REQUEST,
+            "the request body could not be read",
+        )
+    };
+    let mut resp = error_response(Id::Null, &A2aError::new(ErrorCode::InvalidRequest, text));
+    *resp.status_mut() = status;
+    resp
+}
+
 /// POST handler for a JSON-RPC endpoint.
 pub(crate) async fn endpoint(
     State(handler): State<RequestHandler>,
     RpcHead { env, json }: RpcHead,
-    body: Bytes,
+    body: axum::body::Body,
 ) -> Response {
     if !json {
         let err = A2aError::new(
@@ -178,6 +206,12 @@ pub(crate) async fn endpoint(
         *resp.status_mut() = StatusCode::UNSUPPORTED_MEDIA_TYPE;
         return resp;
     }
+    // Read against the handler's own limit, not a `DefaultBodyLimit` layer:
+    // a layer is one more boxed route level on every request.
+    let body = match axum::body::to_bytes(body, handler.limits().max_body_bytes).await {
+        Ok(body) => body,
+        Err(e) => return unreadable_body(&e),
+    };
     match parse_calls(&body, handler.limits().max_batch) {
         Err(e) => error_response(Id::Null, &e),
         Ok(Calls::Single(item)) => match dispatch(&handler, &env, item, false).await {

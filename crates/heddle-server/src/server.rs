@@ -80,9 +80,9 @@ impl AgentRoutes {
                 (prefix, "/") => prefix.to_owned(),
                 (prefix, p) => format!("{prefix}{p}"),
             };
+            // The endpoint reads its body against the handler's limit itself.
             let rpc = Router::new()
                 .route(&rpc_path, post(jsonrpc::endpoint))
-                .layer(DefaultBodyLimit::max(max_body))
                 .with_state(self.handler.clone());
             router = router.merge(limits.layer(rpc, Binding::JsonRpc));
         }
