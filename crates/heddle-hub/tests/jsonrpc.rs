@@ -1204,3 +1204,48 @@ async fn a_send_the_store_refuses_leaves_no_live_task_behind() {
     let handler = &hub.agent("echo").expect("echo").handler;
     assert_eq!(handler.live_tasks(), 0);
 }
+
+/// Each call of a JSON-RPC batch counts against its caller's rate, not the
+/// batch once: a batch cannot multiply a caller's rate by the batch cap.
+#[tokio::test]
+async fn every_call_of_a_batch_counts_against_the_callers_rate() {
+    use std::num::NonZeroU32;
+    // One call a minute after a burst of four: nothing refills during the test.
+    let limits = heddle_server::limit::CallerLimits::new(
+        NonZeroU32::new(1),
+        NonZeroU32::new(4).expect("4"),
+        100,
+    );
+    let app = Hub::builder(BASE, Arc::new(MemoryStore::default()))
+        .caller_limits(limits)
+        .agent(
+            "echo",
+            AgentProfile::new("echo", "Echo", "echo", &["t"]),
+            Arc::new(Echo),
+        )
+        .build()
+        .await
+        .router();
+    let get = |i: usize| json!({"jsonrpc": "2.0", "id": i, "method": "GetTask", "params": {"id": "none"}});
+    let send = |body: Value| {
+        let app = app.clone();
+        async move {
+            app.oneshot(post("echo", Some("1.0"), &body))
+                .await
+                .expect("resp")
+        }
+    };
+    // A batch of five is more than the burst: refused whole, never partly run.
+    let resp = send(Value::Array((0..5).map(get).collect())).await;
+    assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(resp.headers().contains_key(header::RETRY_AFTER));
+    assert_eq!(json_body(resp).await["error"]["code"], -32029);
+    // Its HTTP request took one of the four; a batch of three takes the rest,
+    // and is answered whole.
+    let resp = send(Value::Array((0..3).map(get).collect())).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(json_body(resp).await.as_array().map(Vec::len), Some(3));
+    // Counted as one, the batch would have left two for this call.
+    let resp = send(get(9)).await;
+    assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
+}

@@ -146,6 +146,8 @@ pub(crate) fn error_response(id: Id, err: &A2aError) -> Response {
 pub(crate) struct RpcHead {
     env: Envelope,
     json: bool,
+    /// The client's address: an anonymous caller's rate key.
+    peer: Option<std::net::IpAddr>,
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for RpcHead {
@@ -159,6 +161,10 @@ impl<S: Send + Sync> FromRequestParts<S> for RpcHead {
                 parts.extensions.get::<Caller>().cloned(),
             ),
             json: is_json(&parts.headers),
+            peer: parts
+                .extensions
+                .get::<crate::listen::PeerAddr>()
+                .map(|a| a.0.ip()),
         })
     }
 }
@@ -194,7 +200,7 @@ fn unreadable_body(e: &axum::Error) -> Response {
 /// POST handler for a JSON-RPC endpoint.
 pub(crate) async fn endpoint(
     State(handler): State<RequestHandler>,
-    RpcHead { env, json }: RpcHead,
+    RpcHead { env, json, peer }: RpcHead,
     body: axum::body::Body,
 ) -> Response {
     if !json {
@@ -219,6 +225,12 @@ pub(crate) async fn endpoint(
             None => StatusCode::NO_CONTENT.into_response(),
         },
         Ok(Calls::Batch(items)) => {
+            // The rate layer counted the HTTP request once; each call counts.
+            let more = u32::try_from(items.len().saturating_sub(1)).unwrap_or(u32::MAX);
+            let key = crate::limit::rate_key_of(Some(&env.caller), peer);
+            if let Err(e) = handler.caller_limits().check_rate_n(key, more) {
+                return error_response(Id::Null, &e);
+            }
             let mut parts: Vec<Bytes> = Vec::with_capacity(items.len());
             for item in items {
                 match dispatch(&handler, &env, item, true).await {

@@ -29,7 +29,7 @@ use axum::{
     response::Response,
 };
 use governor::{
-    DefaultKeyedRateLimiter, Quota, RateLimiter,
+    DefaultKeyedRateLimiter, InsufficientCapacity, Quota, RateLimiter,
     clock::{Clock, DefaultClock},
 };
 use heddle_core::error::A2aError;
@@ -105,22 +105,36 @@ impl CallerLimits {
 
     /// Counts one request of `key`; ResourceExhausted past the rate.
     pub fn check_rate(&self, key: String) -> Result<(), A2aError> {
-        let Some(rate) = &self.inner.rate else {
+        self.check_rate_n(key, 1)
+    }
+
+    /// Counts `n` requests of `key` at once (the calls of a JSON-RPC batch
+    /// beyond the one its HTTP request was counted as); ResourceExhausted
+    /// past the rate, or for a batch larger than the caller's burst, which
+    /// could never pass.
+    pub fn check_rate_n(&self, key: String, n: u32) -> Result<(), A2aError> {
+        let (Some(rate), Some(n)) = (&self.inner.rate, NonZeroU32::new(n)) else {
             return Ok(());
         };
         if self.inner.checks.fetch_add(1, Ordering::Relaxed) >= PRUNE_EVERY {
             self.inner.checks.store(0, Ordering::Relaxed);
             rate.retain_recent();
         }
-        match rate.check_key(&key) {
-            Ok(()) => Ok(()),
-            Err(not_until) => {
+        match rate.check_key_n(&key, n) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(not_until)) => {
                 let wait = not_until.wait_time_from(self.inner.clock.now());
                 Err(A2aError::exhausted(
                     "too many requests from this caller; slow down",
                     wait.max(Duration::from_millis(1)),
                 ))
             }
+            Err(InsufficientCapacity(burst)) => Err(A2aError::exhausted(
+                format!(
+                    "{n} calls at once are more than this caller's burst of {burst}; send fewer"
+                ),
+                Duration::from_secs(1),
+            )),
         }
     }
 
@@ -179,12 +193,25 @@ impl Drop for RunningSlot {
 /// The key a request is counted under: the caller's id, or for an anonymous
 /// caller its address.
 fn key_of(req: &Request) -> String {
-    match req.extensions().get::<Caller>() {
-        Some(c) if !c.id.is_empty() => c.id.clone(),
-        _ => match req.extensions().get::<ConnectInfo<SocketAddr>>() {
-            Some(ConnectInfo(peer)) => ip_key(peer.ip()),
-            None => "anonymous".to_owned(),
-        },
+    rate_key(req.extensions())
+}
+
+/// [`key_of`] from a request's extensions.
+fn rate_key(extensions: &http::Extensions) -> String {
+    rate_key_of(
+        extensions.get::<Caller>(),
+        extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(peer)| peer.ip()),
+    )
+}
+
+/// The rate key of `caller`, or of the address `peer` for a caller with no id.
+pub(crate) fn rate_key_of(caller: Option<&Caller>, peer: Option<IpAddr>) -> String {
+    match (caller, peer) {
+        (Some(c), _) if !c.id.is_empty() => c.id.clone(),
+        (_, Some(ip)) => ip_key(ip),
+        (_, None) => "anonymous".to_owned(),
     }
 }
 
