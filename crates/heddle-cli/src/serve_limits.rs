@@ -27,7 +27,7 @@ pub struct LimitArgs {
     /// Most streams (SSE and gRPC) open at once, across every agent.
     #[arg(long, default_value_t = 10_000)]
     pub max_streams: usize,
-    /// Most streams one caller holds open at once (anonymous callers share one count).
+    /// Most streams one caller holds open at once (anonymous callers: per client address).
     #[arg(long, default_value_t = 2_500)]
     pub max_streams_per_caller: usize,
     /// Most requests in one JSON-RPC batch.
@@ -41,7 +41,7 @@ pub struct LimitArgs {
     /// Requests one caller may make at once above --rate-limit before it applies.
     #[arg(long, default_value_t = 2_000)]
     pub rate_burst: u32,
-    /// Tasks of one caller running at once (anonymous callers share one count).
+    /// Tasks of one caller running at once (anonymous callers: per client address).
     #[arg(long, default_value_t = 1_000)]
     pub max_running_tasks_per_caller: usize,
     /// Connections open at once; at the cap new ones wait to be accepted.

@@ -1249,3 +1249,45 @@ async fn every_call_of_a_batch_counts_against_the_callers_rate() {
     let resp = send(get(9)).await;
     assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
 }
+
+/// Callers without an id share nothing but their address: one anonymous
+/// client at its running-task cap does not stop another one.
+#[tokio::test]
+async fn anonymous_callers_are_limited_per_address() {
+    use std::net::SocketAddr;
+    let limits = heddle_server::limit::CallerLimits::new(None, std::num::NonZeroU32::MIN, 1);
+    let app = Hub::builder(BASE, Arc::new(MemoryStore::default()))
+        .caller_limits(limits)
+        .agent(
+            "slow",
+            AgentProfile::new("slow", "Slow", "slow", &["t"]),
+            Arc::new(WriterStream {
+                pause: Duration::from_secs(30),
+            }),
+        )
+        .build()
+        .await
+        .router();
+    let send_from = |ip: [u8; 4]| {
+        let app = app.clone();
+        async move {
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+                "message": user("m", "go"), "configuration": {"returnImmediately": true}}});
+            let mut req = post("slow", Some("1.0"), &body);
+            req.extensions_mut()
+                .insert(axum::extract::ConnectInfo(SocketAddr::from((ip, 4000))));
+            app.oneshot(req).await.expect("resp").status()
+        }
+    };
+    assert_eq!(send_from([192, 0, 2, 1]).await, StatusCode::OK);
+    assert_eq!(
+        send_from([192, 0, 2, 1]).await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "the same address is at its cap"
+    );
+    assert_eq!(
+        send_from([192, 0, 2, 2]).await,
+        StatusCode::OK,
+        "another address is not"
+    );
+}

@@ -254,13 +254,17 @@ where
 struct Incoming {
     meta: MetadataMap,
     caller: Caller,
+    peer: Option<std::net::IpAddr>,
 }
 
 /// Splits a request into its metadata and caller, and its message.
 fn split<T>(req: Request<T>) -> (Incoming, T) {
     let (meta, extensions, message) = req.into_parts();
     let caller = extensions.get::<Caller>().cloned().unwrap_or_default();
-    (Incoming { meta, caller }, message)
+    let peer = extensions
+        .get::<crate::listen::PeerAddr>()
+        .map(|a| a.0.ip());
+    (Incoming { meta, caller, peer }, message)
 }
 
 /// The version a request on `service`'s package is served in.
@@ -320,6 +324,7 @@ fn context(inc: &Incoming, service: ProtocolVersion) -> Result<CallContext, Stat
         version: served_version(&inc.meta, service).map_err(|e| status(&e))?,
         extensions: extensions(&inc.meta),
         legacy_task_id: None,
+        peer: inc.peer,
     })
 }
 

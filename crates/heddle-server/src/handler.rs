@@ -81,6 +81,10 @@ pub struct CallContext {
     pub extensions: Vec<String>,
     /// A legacy `tasks/send` task id, if the client named one.
     pub legacy_task_id: Option<String>,
+    /// The client's address, when the binding knows it: the limits of a
+    /// caller with no id (anonymous) are kept per address, so that one
+    /// client cannot take every anonymous caller's share.
+    pub peer: Option<std::net::IpAddr>,
 }
 
 impl CallContext {
@@ -91,7 +95,14 @@ impl CallContext {
             version: ProtocolVersion::V1_0,
             extensions: Vec::new(),
             legacy_task_id: None,
+            peer: None,
         }
+    }
+
+    /// The key this call's caller limits are kept under: the caller's id,
+    /// or the client's address for a caller without one.
+    pub(crate) fn limit_key(&self) -> String {
+        crate::limit::rate_key_of(Some(&self.caller), self.peer)
     }
 }
 
@@ -520,11 +531,11 @@ impl RequestHandler {
         }
         let config = req.configuration.clone().unwrap_or_default();
         let permit = if stream {
-            Some(self.stream_permit(&cx.caller)?)
+            Some(self.stream_permit(&cx)?)
         } else {
             None
         };
-        let running = self.inner.caller_limits.take_running(&cx.caller)?;
+        let running = self.inner.caller_limits.take_running(cx.limit_key())?;
         let scope = self.scope(&cx.caller);
         if message.task_id.is_empty()
             && let Some(legacy) = &cx.legacy_task_id
@@ -828,8 +839,8 @@ impl RequestHandler {
         Ok(Reply::Task(with_history(task, history)))
     }
 
-    fn stream_permit(&self, caller: &Caller) -> Result<StreamSlot, A2aError> {
-        self.inner.streams.take(&caller.id)
+    fn stream_permit(&self, cx: &CallContext) -> Result<StreamSlot, A2aError> {
+        self.inner.streams.take(&cx.limit_key())
     }
 
     /// Relays the task's events until it ends or waits; `first` (a snapshot)
@@ -1061,7 +1072,7 @@ impl RequestHandler {
 
     /// SubscribeToTask: the current task first, then its events.
     async fn subscribe(&self, cx: &CallContext, id: &str) -> Result<EventStream, A2aError> {
-        let permit = self.stream_permit(&cx.caller)?;
+        let permit = self.stream_permit(cx)?;
         let scope = self.scope(&cx.caller);
         let attached = self
             .inner

@@ -46,14 +46,39 @@ pub(crate) struct Envelope {
     pub version: Result<Option<ProtocolVersion>, A2aError>,
     pub extensions: Vec<String>,
     pub caller: Caller,
+    /// The client's address (see [`CallContext::peer`]).
+    pub peer: Option<std::net::IpAddr>,
+}
+
+/// Who is calling: the caller an authentication layer put in the request,
+/// and the client's address.
+pub(crate) struct Who {
+    pub caller: Option<Caller>,
+    pub peer: Option<std::net::IpAddr>,
+}
+
+impl Who {
+    pub(crate) fn of(parts: &Parts) -> Self {
+        Self {
+            caller: parts.extensions.get::<Caller>().cloned(),
+            peer: parts
+                .extensions
+                .get::<crate::listen::PeerAddr>()
+                .map(|a| a.0.ip()),
+        }
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Who {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(Self::of(parts))
+    }
 }
 
 impl Envelope {
-    pub(crate) fn from_parts(
-        headers: &HeaderMap,
-        query: Option<&str>,
-        caller: Option<Caller>,
-    ) -> Self {
+    pub(crate) fn from_parts(headers: &HeaderMap, query: Option<&str>, who: Who) -> Self {
         let header = headers.get(VERSION_NAME).and_then(|v| v.to_str().ok());
         let from_query = query.and_then(|q| {
             q.split('&').find_map(|kv| {
@@ -82,7 +107,8 @@ impl Envelope {
         Self {
             version,
             extensions,
-            caller: caller.unwrap_or_default(),
+            caller: who.caller.unwrap_or_default(),
+            peer: who.peer,
         }
     }
 }
@@ -146,8 +172,6 @@ pub(crate) fn error_response(id: Id, err: &A2aError) -> Response {
 pub(crate) struct RpcHead {
     env: Envelope,
     json: bool,
-    /// The client's address: an anonymous caller's rate key.
-    peer: Option<std::net::IpAddr>,
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for RpcHead {
@@ -155,16 +179,8 @@ impl<S: Send + Sync> FromRequestParts<S> for RpcHead {
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
         Ok(Self {
-            env: Envelope::from_parts(
-                &parts.headers,
-                parts.uri.query(),
-                parts.extensions.get::<Caller>().cloned(),
-            ),
+            env: Envelope::from_parts(&parts.headers, parts.uri.query(), Who::of(parts)),
             json: is_json(&parts.headers),
-            peer: parts
-                .extensions
-                .get::<crate::listen::PeerAddr>()
-                .map(|a| a.0.ip()),
         })
     }
 }
@@ -200,7 +216,7 @@ fn unreadable_body(e: &axum::Error) -> Response {
 /// POST handler for a JSON-RPC endpoint.
 pub(crate) async fn endpoint(
     State(handler): State<RequestHandler>,
-    RpcHead { env, json, peer }: RpcHead,
+    RpcHead { env, json }: RpcHead,
     body: axum::body::Body,
 ) -> Response {
     if !json {
@@ -227,7 +243,7 @@ pub(crate) async fn endpoint(
         Ok(Calls::Batch(items)) => {
             // The rate layer counted the HTTP request once; each call counts.
             let more = u32::try_from(items.len().saturating_sub(1)).unwrap_or(u32::MAX);
-            let key = crate::limit::rate_key_of(Some(&env.caller), peer);
+            let key = crate::limit::rate_key_of(Some(&env.caller), env.peer);
             if let Err(e) = handler.caller_limits().check_rate_n(key, more) {
                 return error_response(Id::Null, &e);
             }
@@ -404,6 +420,7 @@ fn start<'a>(handler: &'a RequestHandler, env: &Envelope, item: Item, in_batch: 
         version,
         extensions: env.extensions.clone(),
         legacy_task_id: decoded.legacy_task_id,
+        peer: env.peer,
     };
     Start::Running(Started {
         call: handler.handle(cx, decoded.call),

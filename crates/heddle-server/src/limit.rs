@@ -138,9 +138,9 @@ impl CallerLimits {
         }
     }
 
-    /// A place for one more running task of `caller`.
-    pub(crate) fn take_running(&self, caller: &Caller) -> Result<RunningSlot, A2aError> {
-        let key = caller.id.clone();
+    /// A place for one more running task of the caller keyed `key`
+    /// ([`crate::CallContext`]'s limit key).
+    pub(crate) fn take_running(&self, key: String) -> Result<RunningSlot, A2aError> {
         let mut running = self.inner.lock();
         let n = running.entry(key.clone()).or_insert(0);
         if *n >= self.inner.max_running {
@@ -274,12 +274,12 @@ mod tests {
     #[test]
     fn running_tasks_are_counted_per_caller() {
         let limits = CallerLimits::new(None, NonZeroU32::MIN, 1);
-        let a = Caller::authenticated("key:a");
-        let slot = limits.take_running(&a).expect("first");
-        assert!(limits.take_running(&a).is_err());
-        assert!(limits.take_running(&Caller::authenticated("key:b")).is_ok());
+        let a = || rate_key_of(Some(&Caller::authenticated("key:a")), None);
+        let slot = limits.take_running(a()).expect("first");
+        assert!(limits.take_running(a()).is_err());
+        assert!(limits.take_running("key:b".into()).is_ok());
         drop(slot);
-        assert!(limits.take_running(&a).is_ok());
+        assert!(limits.take_running(a()).is_ok());
     }
 
     #[test]

@@ -27,9 +27,8 @@ use heddle_core::{
 use serde::Serialize;
 
 use crate::{
-    agent::Caller,
     handler::{CallContext, EventStream, Reply, RequestHandler},
-    jsonrpc::Envelope,
+    jsonrpc::{Envelope, Who},
 };
 
 /// The REST routes, each registered at `prefix` and at `prefix/{tenant}`.
@@ -65,7 +64,7 @@ fn incoming(
     handler: RequestHandler,
     headers: &HeaderMap,
     query: Option<&str>,
-    caller: Option<Caller>,
+    caller: Who,
     tenant: Option<String>,
 ) -> Incoming {
     let env = Envelope::from_parts(headers, query, caller);
@@ -82,6 +81,7 @@ fn incoming(
             version: ProtocolVersion::V1_0,
             extensions: env.extensions,
             legacy_task_id: None,
+            peer: env.peer,
         }),
     };
     Incoming {
@@ -227,7 +227,7 @@ async fn send(
     params: Option<Path<Params>>,
     RawQuery(q): RawQuery,
     headers: HeaderMap,
-    caller: Option<axum::Extension<Caller>>,
+    caller: Who,
     RestBody(body): RestBody,
 ) -> Response {
     send_as(Call::SendMessage, h, params, q, headers, caller, body).await
@@ -238,7 +238,7 @@ async fn stream(
     params: Option<Path<Params>>,
     RawQuery(q): RawQuery,
     headers: HeaderMap,
-    caller: Option<axum::Extension<Caller>>,
+    caller: Who,
     RestBody(body): RestBody,
 ) -> Response {
     send_as(
@@ -260,7 +260,7 @@ async fn send_as(
     params: Option<Path<Params>>,
     q: Option<String>,
     headers: HeaderMap,
-    caller: Option<axum::Extension<Caller>>,
+    caller: Who,
     body: Bytes,
 ) -> Response {
     if let Some(r) = check_content_type(&headers, &body) {
@@ -270,7 +270,7 @@ async fn send_as(
         h,
         &headers,
         q.as_deref(),
-        caller.map(|c| c.0),
+        caller,
         params.and_then(|p| p.0.tenant),
     );
     let call = send_request(&body, &inc.tenant).map(wrap);
@@ -347,13 +347,13 @@ async fn list(
     params: Option<Path<Params>>,
     RawQuery(q): RawQuery,
     headers: HeaderMap,
-    caller: Option<axum::Extension<Caller>>,
+    caller: Who,
 ) -> Response {
     let inc = incoming(
         h,
         &headers,
         q.as_deref(),
-        caller.map(|c| c.0),
+        caller,
         params.and_then(|p| p.0.tenant),
     );
     let call = list_request(q.as_deref(), &inc.tenant).map(Call::ListTasks);
@@ -365,13 +365,13 @@ async fn extended_card(
     params: Option<Path<Params>>,
     RawQuery(q): RawQuery,
     headers: HeaderMap,
-    caller: Option<axum::Extension<Caller>>,
+    caller: Who,
 ) -> Response {
     let inc = incoming(
         h,
         &headers,
         q.as_deref(),
-        caller.map(|c| c.0),
+        caller,
         params.and_then(|p| p.0.tenant),
     );
     let call = Ok(Call::GetExtendedAgentCard(
@@ -453,7 +453,7 @@ async fn task_route(
     method: HttpMethod,
     RawQuery(q): RawQuery,
     headers: HeaderMap,
-    caller: Option<axum::Extension<Caller>>,
+    caller: Who,
     RestBody(body): RestBody,
 ) -> Response {
     if let Some(r) = check_content_type(&headers, &body) {
@@ -463,13 +463,7 @@ async fn task_route(
     let Some(route) = parse_task_route(&rest) else {
         return not_found();
     };
-    let inc = incoming(
-        h,
-        &headers,
-        q.as_deref(),
-        caller.map(|c| c.0),
-        params.tenant,
-    );
+    let inc = incoming(h, &headers, q.as_deref(), caller, params.tenant);
     let tenant = inc.tenant.clone();
     let call = match (&method, route) {
         (&HttpMethod::GET, TaskRoute::Task(id)) => {

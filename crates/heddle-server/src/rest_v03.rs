@@ -20,9 +20,8 @@ use heddle_core::{
 };
 
 use crate::{
-    agent::Caller,
     handler::{CallContext, EventStream, Reply, RequestHandler},
-    jsonrpc::Envelope,
+    jsonrpc::{Envelope, Who},
     rest::{
         Params, RestBody, TaskRoute, check_content_type, error, int_param, json,
         list_configs_request, not_found, parse_task_route, query_pairs,
@@ -39,11 +38,7 @@ pub(crate) fn routes(prefix: &str) -> Router<RequestHandler> {
 }
 
 /// The request's context: the `/v1/` path is v0.3; a header must agree.
-fn context(
-    headers: &HeaderMap,
-    query: Option<&str>,
-    caller: Option<Caller>,
-) -> Result<CallContext, A2aError> {
+fn context(headers: &HeaderMap, query: Option<&str>, caller: Who) -> Result<CallContext, A2aError> {
     let env = Envelope::from_parts(headers, query, caller);
     match env.version? {
         None | Some(ProtocolVersion::V0_3) => Ok(CallContext {
@@ -51,6 +46,7 @@ fn context(
             version: ProtocolVersion::V0_3,
             extensions: env.extensions,
             legacy_task_id: None,
+            peer: env.peer,
         }),
         Some(v) => Err(A2aError::new(
             ErrorCode::VersionNotSupported,
@@ -121,7 +117,7 @@ async fn send(
     State(h): State<RequestHandler>,
     RawQuery(q): RawQuery,
     headers: HeaderMap,
-    caller: Option<axum::Extension<Caller>>,
+    caller: Who,
     RestBody(body): RestBody,
 ) -> Response {
     send_as(Call::SendMessage, h, q, headers, caller, body).await
@@ -131,7 +127,7 @@ async fn stream(
     State(h): State<RequestHandler>,
     RawQuery(q): RawQuery,
     headers: HeaderMap,
-    caller: Option<axum::Extension<Caller>>,
+    caller: Who,
     RestBody(body): RestBody,
 ) -> Response {
     send_as(Call::SendStreamingMessage, h, q, headers, caller, body).await
@@ -143,13 +139,13 @@ async fn send_as(
     h: RequestHandler,
     q: Option<String>,
     headers: HeaderMap,
-    caller: Option<axum::Extension<Caller>>,
+    caller: Who,
     body: Bytes,
 ) -> Response {
     if let Some(r) = check_content_type(&headers, &body) {
         return r;
     }
-    let cx = context(&headers, q.as_deref(), caller.map(|c| c.0));
+    let cx = context(&headers, q.as_deref(), caller);
     run(h, cx, send_call(&body).map(wrap)).await
 }
 
@@ -157,13 +153,13 @@ async fn card(
     State(h): State<RequestHandler>,
     RawQuery(q): RawQuery,
     headers: HeaderMap,
-    caller: Option<axum::Extension<Caller>>,
+    caller: Who,
 ) -> Response {
     let versions = h.versions();
     if !versions.contains(ProtocolVersion::V0_3) {
         return error(&versions.refusal(ProtocolVersion::V0_3));
     }
-    let cx = context(&headers, q.as_deref(), caller.map(|c| c.0));
+    let cx = context(&headers, q.as_deref(), caller);
     // The public card; an authenticated caller of an agent with an extended
     // card gets that one.
     let extended = cx.as_ref().is_ok_and(|c| c.caller.authenticated)
@@ -194,7 +190,7 @@ async fn task_route(
     method: HttpMethod,
     RawQuery(q): RawQuery,
     headers: HeaderMap,
-    caller: Option<axum::Extension<Caller>>,
+    caller: Who,
     RestBody(body): RestBody,
 ) -> Response {
     if let Some(r) = check_content_type(&headers, &body) {
@@ -204,7 +200,7 @@ async fn task_route(
     let Some(route) = parse_task_route(&rest) else {
         return not_found();
     };
-    let cx = context(&headers, q.as_deref(), caller.map(|c| c.0));
+    let cx = context(&headers, q.as_deref(), caller);
     let call = match (&method, route) {
         (&HttpMethod::GET, TaskRoute::Task(id)) => {
             let mut history = None;

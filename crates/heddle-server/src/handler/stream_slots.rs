@@ -13,9 +13,9 @@ use heddle_core::error::A2aError;
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 
 /// The stream slots of a server: at most `total` open at once, at most
-/// `per_caller` of them held by one caller id (anonymous callers share the
-/// id `""`, so they share one caller's share). Cheap to clone; clones share
-/// the slots.
+/// `per_caller` of them held by one caller (keyed by
+/// `CallContext`'s limit key: the caller's id, or for an anonymous caller
+/// its address). Cheap to clone; clones share the slots.
 #[derive(Clone, Debug)]
 pub struct StreamSlots {
     inner: Arc<Inner>,
