@@ -101,8 +101,8 @@ impl CallContext {
 
     /// The key this call's caller limits are kept under: the caller's id,
     /// or the client's address for a caller without one.
-    pub(crate) fn limit_key(&self) -> String {
-        crate::limit::rate_key_of(Some(&self.caller), self.peer)
+    pub(crate) fn limit_key(&self) -> crate::limit::CallerKey {
+        crate::limit::CallerKey::of(Some(&self.caller), self.peer)
     }
 }
 
@@ -840,7 +840,7 @@ impl RequestHandler {
     }
 
     fn stream_permit(&self, cx: &CallContext) -> Result<StreamSlot, A2aError> {
-        self.inner.streams.take(&cx.limit_key())
+        self.inner.streams.take(cx.limit_key())
     }
 
     /// Relays the task's events until it ends or waits; `first` (a snapshot)

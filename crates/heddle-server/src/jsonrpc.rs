@@ -243,7 +243,7 @@ pub(crate) async fn endpoint(
         Ok(Calls::Batch(items)) => {
             // The rate layer counted the HTTP request once; each call counts.
             let more = u32::try_from(items.len().saturating_sub(1)).unwrap_or(u32::MAX);
-            let key = crate::limit::rate_key_of(Some(&env.caller), env.peer);
+            let key = crate::limit::CallerKey::of(Some(&env.caller), env.peer);
             if let Err(e) = handler.caller_limits().check_rate_n(key, more) {
                 return error_response(Id::Null, &e);
             }

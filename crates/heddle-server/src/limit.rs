@@ -54,10 +54,10 @@ pub struct CallerLimits {
 }
 
 struct Inner {
-    rate: Option<DefaultKeyedRateLimiter<String>>,
+    rate: Option<DefaultKeyedRateLimiter<CallerKey>>,
     clock: DefaultClock,
     max_running: usize,
-    running: Mutex<HashMap<String, usize>>,
+    running: Mutex<HashMap<CallerKey, usize>>,
     /// Checks since the rate table was last pruned.
     checks: AtomicU32,
 }
@@ -78,7 +78,7 @@ const PRUNE_EVERY: u32 = 4096;
 #[derive(Debug)]
 pub(crate) struct RunningSlot {
     inner: Arc<Inner>,
-    key: String,
+    key: CallerKey,
 }
 
 impl CallerLimits {
@@ -104,7 +104,7 @@ impl CallerLimits {
     }
 
     /// Counts one request of `key`; ResourceExhausted past the rate.
-    pub fn check_rate(&self, key: String) -> Result<(), A2aError> {
+    pub fn check_rate(&self, key: CallerKey) -> Result<(), A2aError> {
         self.check_rate_n(key, 1)
     }
 
@@ -112,7 +112,7 @@ impl CallerLimits {
     /// beyond the one its HTTP request was counted as); ResourceExhausted
     /// past the rate, or for a batch larger than the caller's burst, which
     /// could never pass.
-    pub fn check_rate_n(&self, key: String, n: u32) -> Result<(), A2aError> {
+    pub fn check_rate_n(&self, key: CallerKey, n: u32) -> Result<(), A2aError> {
         let (Some(rate), Some(n)) = (&self.inner.rate, NonZeroU32::new(n)) else {
             return Ok(());
         };
@@ -140,7 +140,7 @@ impl CallerLimits {
 
     /// A place for one more running task of the caller keyed `key`
     /// ([`crate::CallContext`]'s limit key).
-    pub(crate) fn take_running(&self, key: String) -> Result<RunningSlot, A2aError> {
+    pub(crate) fn take_running(&self, key: CallerKey) -> Result<RunningSlot, A2aError> {
         let mut running = self.inner.lock();
         let n = running.entry(key.clone()).or_insert(0);
         if *n >= self.inner.max_running {
@@ -173,7 +173,7 @@ impl CallerLimits {
 }
 
 impl Inner {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<CallerKey, usize>> {
         self.running.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -190,33 +190,46 @@ impl Drop for RunningSlot {
     }
 }
 
-/// The key a request is counted under: the caller's id, or for an anonymous
-/// caller its address.
-fn key_of(req: &Request) -> String {
-    rate_key(req.extensions())
+/// Whom a caller limit counts: a caller with an id, or by its address a
+/// caller without one. Built without formatting, hashed as it is.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum CallerKey {
+    /// An identified caller (`key:ID`, `jwt:ISS#SUB`, `mtls:NAME`).
+    Id(String),
+    /// An anonymous caller, by its client address (IPv4-mapped IPv6
+    /// addresses as IPv4).
+    Addr(IpAddr),
+    /// An anonymous caller whose address is unknown.
+    Anonymous,
 }
 
-/// [`key_of`] from a request's extensions.
-fn rate_key(extensions: &http::Extensions) -> String {
-    rate_key_of(
+impl CallerKey {
+    /// The key of `caller`, or of the address `peer` for a caller with no id.
+    pub fn of(caller: Option<&Caller>, peer: Option<IpAddr>) -> Self {
+        match (caller, peer) {
+            (Some(c), _) if !c.id.is_empty() => Self::Id(c.id.clone()),
+            (_, Some(ip)) => Self::Addr(ip.to_canonical()),
+            (_, None) => Self::Anonymous,
+        }
+    }
+}
+
+impl From<&str> for CallerKey {
+    fn from(id: &str) -> Self {
+        Self::Id(id.to_owned())
+    }
+}
+
+/// The key a request is counted under: the caller's id, or for an anonymous
+/// caller its address.
+fn key_of(req: &Request) -> CallerKey {
+    let extensions = req.extensions();
+    CallerKey::of(
         extensions.get::<Caller>(),
         extensions
             .get::<ConnectInfo<SocketAddr>>()
             .map(|ConnectInfo(peer)| peer.ip()),
     )
-}
-
-/// The rate key of `caller`, or of the address `peer` for a caller with no id.
-pub(crate) fn rate_key_of(caller: Option<&Caller>, peer: Option<IpAddr>) -> String {
-    match (caller, peer) {
-        (Some(c), _) if !c.id.is_empty() => c.id.clone(),
-        (_, Some(ip)) => ip_key(ip),
-        (_, None) => "anonymous".to_owned(),
-    }
-}
-
-fn ip_key(ip: IpAddr) -> String {
-    format!("ip:{}", ip.to_canonical())
 }
 
 async fn check(
@@ -274,7 +287,7 @@ mod tests {
     #[test]
     fn running_tasks_are_counted_per_caller() {
         let limits = CallerLimits::new(None, NonZeroU32::MIN, 1);
-        let a = || rate_key_of(Some(&Caller::authenticated("key:a")), None);
+        let a = || CallerKey::of(Some(&Caller::authenticated("key:a")), None);
         let slot = limits.take_running(a()).expect("first");
         assert!(limits.take_running(a()).is_err());
         assert!(limits.take_running("key:b".into()).is_ok());
@@ -287,8 +300,8 @@ mod tests {
         let mut req = Request::new(axum::body::Body::empty());
         req.extensions_mut()
             .insert(ConnectInfo(SocketAddr::from(([192, 0, 2, 7], 5000))));
-        assert_eq!(key_of(&req), "ip:192.0.2.7");
+        assert_eq!(key_of(&req), CallerKey::Addr([192, 0, 2, 7].into()));
         req.extensions_mut().insert(Caller::authenticated("key:k"));
-        assert_eq!(key_of(&req), "key:k");
+        assert_eq!(key_of(&req), CallerKey::from("key:k"));
     }
 }

@@ -9,6 +9,8 @@ use std::{
 
 use heddle_core::error::A2aError;
 
+use crate::limit::CallerKey;
+
 /// How long a refused client is told to wait before trying again.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 
@@ -31,14 +33,14 @@ struct Inner {
 #[derive(Debug, Default)]
 struct Open {
     all: usize,
-    by_caller: HashMap<String, usize>,
+    by_caller: HashMap<CallerKey, usize>,
 }
 
 /// One open stream's slot, given back when dropped.
 #[derive(Debug)]
 pub(crate) struct StreamSlot {
     inner: Arc<Inner>,
-    caller: String,
+    caller: CallerKey,
 }
 
 impl StreamSlots {
@@ -59,7 +61,7 @@ impl StreamSlots {
     }
 
     /// A slot for `caller`, or ResourceExhausted (retryable, with its wait).
-    pub(crate) fn take(&self, caller: &str) -> Result<StreamSlot, A2aError> {
+    pub(crate) fn take(&self, caller: CallerKey) -> Result<StreamSlot, A2aError> {
         let mut open = self.inner.lock();
         if open.all >= self.inner.total {
             return Err(A2aError::exhausted(
@@ -70,7 +72,7 @@ impl StreamSlots {
                 RETRY_AFTER,
             ));
         }
-        let mine = open.by_caller.get(caller).copied().unwrap_or(0);
+        let mine = open.by_caller.get(&caller).copied().unwrap_or(0);
         if mine >= self.inner.per_caller {
             return Err(A2aError::exhausted(
                 format!(
@@ -80,7 +82,7 @@ impl StreamSlots {
             ));
         }
         open.all += 1;
-        *open.by_caller.entry(caller.to_owned()).or_insert(0) += 1;
+        *open.by_caller.entry(caller.clone()).or_insert(0) += 1;
         Ok(StreamSlot {
             inner: self.inner.clone(),
             caller: caller.to_owned(),
@@ -116,17 +118,17 @@ mod tests {
     #[test]
     fn one_caller_gets_its_share_and_the_server_its_total() {
         let slots = StreamSlots::new(3, 2);
-        let a1 = slots.take("key:a");
-        let a2 = slots.take("key:a");
+        let a1 = slots.take("key:a".into());
+        let a2 = slots.take("key:a".into());
         assert!(a1.is_ok() && a2.is_ok());
-        let refused = slots.take("key:a").expect_err("past the share");
+        let refused = slots.take("key:a".into()).expect_err("past the share");
         assert_eq!(refused.code, ErrorCode::ResourceExhausted);
         assert_eq!(refused.retry_after_secs(), Some(1));
-        let b = slots.take("key:b").expect("another caller");
-        let full = slots.take("key:c").expect_err("past the total");
+        let b = slots.take("key:b".into()).expect("another caller");
+        let full = slots.take("key:c".into()).expect_err("past the total");
         assert!(full.message.contains("3 streams"), "{}", full.message);
         drop(b);
-        assert!(slots.take("key:c").is_ok());
+        assert!(slots.take("key:c".into()).is_ok());
         drop(a1);
         assert_eq!(slots.open(), 1);
     }
@@ -135,7 +137,7 @@ mod tests {
     fn clones_share_the_slots() {
         let one = StreamSlots::new(1, 1);
         let other = one.clone();
-        let _held = one.take("x").expect("slot");
-        assert!(other.take("y").is_err());
+        let _held = one.take("x".into()).expect("slot");
+        assert!(other.take("y".into()).is_err());
     }
 }
