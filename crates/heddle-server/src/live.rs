@@ -28,9 +28,9 @@ pub type Update = Arc<v1::StreamResponse>;
 /// Events buffered per task for slow subscribers before they lag and resync
 /// (a lagging subscriber gets a fresh snapshot, which carries every artifact
 /// so far, so nothing is lost but the step-by-step form). Allocated whole for
-/// every streamed task, at 40 bytes a slot, so small: subscribers drain it as
-/// fast as their sockets take bytes, and a reader 16 events behind is better
-/// served by one snapshot than by the backlog.
+/// every streamed task, so small: subscribers drain it as fast as their
+/// sockets take bytes, and a reader this far behind is better served by one
+/// snapshot than by the backlog.
 const FANOUT_CAPACITY: usize = 16;
 
 /// The mutable part of a live task, behind its async lock.
