@@ -4,6 +4,10 @@
 
 use crate::version::ProtocolVersion;
 
+mod rest;
+
+pub use rest::{RestMatch, RestParams, RestRoute, Verb};
+
 /// An A2A operation, whatever the binding or version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Method {
@@ -42,6 +46,12 @@ pub struct MethodNames {
     pub v03: Option<&'static str>,
     /// v0.3 gRPC name (`a2a.v1.A2AService`), if any.
     pub v03_grpc: Option<&'static str>,
+    /// Pre-0.2 JSON-RPC alias, accepted as a 0.3 call (`tasks/send`).
+    pub legacy: Option<&'static str>,
+    /// v1.0 REST route (relative to the interface URL, after any tenant).
+    pub rest: RestRoute,
+    /// v0.3 REST route (under `/v1/`), if v0.3 has one.
+    pub rest_v03: Option<RestRoute>,
     /// Whether the reply is a stream.
     pub streaming: bool,
 }
@@ -53,6 +63,9 @@ pub const METHODS: &[MethodNames] = &[
         v1: "SendMessage",
         v03: Some("message/send"),
         v03_grpc: Some("SendMessage"),
+        legacy: Some("tasks/send"),
+        rest: RestRoute::new(Verb::Post, "/message:send"),
+        rest_v03: Some(RestRoute::new(Verb::Post, "/v1/message:send")),
         streaming: false,
     },
     MethodNames {
@@ -60,6 +73,9 @@ pub const METHODS: &[MethodNames] = &[
         v1: "SendStreamingMessage",
         v03: Some("message/stream"),
         v03_grpc: Some("SendStreamingMessage"),
+        legacy: Some("tasks/sendSubscribe"),
+        rest: RestRoute::new(Verb::Post, "/message:stream"),
+        rest_v03: Some(RestRoute::new(Verb::Post, "/v1/message:stream")),
         streaming: true,
     },
     MethodNames {
@@ -67,6 +83,9 @@ pub const METHODS: &[MethodNames] = &[
         v1: "GetTask",
         v03: Some("tasks/get"),
         v03_grpc: Some("GetTask"),
+        legacy: None,
+        rest: RestRoute::new(Verb::Get, "/tasks/{id}"),
+        rest_v03: Some(RestRoute::new(Verb::Get, "/v1/tasks/{id}")),
         streaming: false,
     },
     MethodNames {
@@ -74,6 +93,9 @@ pub const METHODS: &[MethodNames] = &[
         v1: "ListTasks",
         v03: None,
         v03_grpc: None,
+        legacy: None,
+        rest: RestRoute::new(Verb::Get, "/tasks"),
+        rest_v03: None,
         streaming: false,
     },
     MethodNames {
@@ -81,6 +103,9 @@ pub const METHODS: &[MethodNames] = &[
         v1: "CancelTask",
         v03: Some("tasks/cancel"),
         v03_grpc: Some("CancelTask"),
+        legacy: None,
+        rest: RestRoute::new(Verb::Post, "/tasks/{id}:cancel"),
+        rest_v03: Some(RestRoute::new(Verb::Post, "/v1/tasks/{id}:cancel")),
         streaming: false,
     },
     MethodNames {
@@ -88,6 +113,13 @@ pub const METHODS: &[MethodNames] = &[
         v1: "SubscribeToTask",
         v03: Some("tasks/resubscribe"),
         v03_grpc: Some("TaskSubscription"),
+        legacy: None,
+        rest: RestRoute::either(Verb::Post, Verb::Get, "/tasks/{id}:subscribe"),
+        rest_v03: Some(RestRoute::either(
+            Verb::Post,
+            Verb::Get,
+            "/v1/tasks/{id}:subscribe",
+        )),
         streaming: true,
     },
     MethodNames {
@@ -95,6 +127,12 @@ pub const METHODS: &[MethodNames] = &[
         v1: "CreateTaskPushNotificationConfig",
         v03: Some("tasks/pushNotificationConfig/set"),
         v03_grpc: Some("CreateTaskPushNotificationConfig"),
+        legacy: None,
+        rest: RestRoute::new(Verb::Post, "/tasks/{id}/pushNotificationConfigs"),
+        rest_v03: Some(RestRoute::new(
+            Verb::Post,
+            "/v1/tasks/{id}/pushNotificationConfigs",
+        )),
         streaming: false,
     },
     MethodNames {
@@ -102,6 +140,12 @@ pub const METHODS: &[MethodNames] = &[
         v1: "GetTaskPushNotificationConfig",
         v03: Some("tasks/pushNotificationConfig/get"),
         v03_grpc: Some("GetTaskPushNotificationConfig"),
+        legacy: None,
+        rest: RestRoute::new(Verb::Get, "/tasks/{id}/pushNotificationConfigs/{configId}"),
+        rest_v03: Some(RestRoute::new(
+            Verb::Get,
+            "/v1/tasks/{id}/pushNotificationConfigs/{configId}",
+        )),
         streaming: false,
     },
     MethodNames {
@@ -109,6 +153,12 @@ pub const METHODS: &[MethodNames] = &[
         v1: "ListTaskPushNotificationConfigs",
         v03: Some("tasks/pushNotificationConfig/list"),
         v03_grpc: Some("ListTaskPushNotificationConfig"),
+        legacy: None,
+        rest: RestRoute::new(Verb::Get, "/tasks/{id}/pushNotificationConfigs"),
+        rest_v03: Some(RestRoute::new(
+            Verb::Get,
+            "/v1/tasks/{id}/pushNotificationConfigs",
+        )),
         streaming: false,
     },
     MethodNames {
@@ -116,6 +166,15 @@ pub const METHODS: &[MethodNames] = &[
         v1: "DeleteTaskPushNotificationConfig",
         v03: Some("tasks/pushNotificationConfig/delete"),
         v03_grpc: Some("DeleteTaskPushNotificationConfig"),
+        legacy: None,
+        rest: RestRoute::new(
+            Verb::Delete,
+            "/tasks/{id}/pushNotificationConfigs/{configId}",
+        ),
+        rest_v03: Some(RestRoute::new(
+            Verb::Delete,
+            "/v1/tasks/{id}/pushNotificationConfigs/{configId}",
+        )),
         streaming: false,
     },
     MethodNames {
@@ -123,14 +182,11 @@ pub const METHODS: &[MethodNames] = &[
         v1: "GetExtendedAgentCard",
         v03: Some("agent/getAuthenticatedExtendedCard"),
         v03_grpc: Some("GetAgentCard"),
+        legacy: None,
+        rest: RestRoute::new(Verb::Get, "/extendedAgentCard"),
+        rest_v03: Some(RestRoute::new(Verb::Get, "/v1/card")),
         streaming: false,
     },
-];
-
-/// Pre-0.2 aliases still accepted (as 0.3 calls): `tasks/send`, `tasks/sendSubscribe`.
-pub const LEGACY_ALIASES: &[(&str, Method)] = &[
-    ("tasks/send", Method::SendMessage),
-    ("tasks/sendSubscribe", Method::SendStreamingMessage),
 ];
 
 /// Which naming family a JSON-RPC method name belongs to.
@@ -161,10 +217,10 @@ impl Method {
         if let Some(n) = METHODS.iter().find(|n| n.v03 == Some(name)) {
             return Some((n.method, Dialect::V03));
         }
-        LEGACY_ALIASES
+        METHODS
             .iter()
-            .find(|(alias, _)| *alias == name)
-            .map(|(_, m)| (*m, Dialect::Legacy))
+            .find(|n| n.legacy == Some(name))
+            .map(|n| (n.method, Dialect::Legacy))
     }
 
     /// The JSON-RPC name in `version`.
