@@ -350,10 +350,10 @@ fn v1_stream(events: EventStream) -> GrpcStream<v1::StreamResponse> {
 }
 
 fn v03_stream(events: EventStream) -> GrpcStream<pb::StreamResponse> {
-    Box::pin(events.map(|u| {
-        conv::stream_response_from_v1(&u)
-            .ok_or_else(|| status(&A2aError::from(ErrorCode::InvalidAgentResponse)))
-    }))
+    Box::pin(
+        crate::downgrade::v03_events(events, conv::stream_response_from_v1)
+            .map(|event| event.map_err(|e| status(&e))),
+    )
 }
 
 /// The v1.0 service (`lf.a2a.v1.A2AService`) over a [`GrpcRouter`].

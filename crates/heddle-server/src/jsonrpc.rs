@@ -188,29 +188,35 @@ impl<S: Send + Sync> FromRequestParts<S> for RpcHead {
 /// The answer to a body that could not be read: 413 past the size limit,
 /// 400 otherwise (cut short, or not in by its deadline).
 fn unreadable_body(e: &axum::Error) -> Response {
+    let (status, err) = body_error(e);
+    let mut resp = error_response(Id::Null, &err);
+    *resp.status_mut() = status;
+    resp
+}
+
+/// Why a request body could not be read, for every HTTP binding: larger
+/// than the limit (413), or cut off or too slow (400).
+pub(crate) fn body_error(e: &axum::Error) -> (StatusCode, A2aError) {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    let mut too_large = false;
     while let Some(err) = source {
         if err.is::<http_body_util::LengthLimitError>() {
-            too_large = true;
-            break;
+            return (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                A2aError::new(
+                    ErrorCode::InvalidRequest,
+                    "the request body is larger than this server accepts",
+                ),
+            );
         }
         source = err.source();
     }
-    let (status, text) = if too_large {
-        (
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "the request body is larger than this server accepts",
-        )
-    } else {
-        (
-            StatusCode::BAD_REQUEST,
+    (
+        StatusCode::BAD_REQUEST,
+        A2aError::new(
+            ErrorCode::InvalidRequest,
             "the request body could not be read",
-        )
-    };
-    let mut resp = error_response(Id::Null, &A2aError::new(ErrorCode::InvalidRequest, text));
-    *resp.status_mut() = status;
-    resp
+        ),
+    )
 }
 
 /// POST handler for a JSON-RPC endpoint.
@@ -485,17 +491,18 @@ fn sse_error(id: Id, err: &A2aError) -> Response {
 
 /// The SSE response for a stream of task events.
 fn sse(id: Id, version: ProtocolVersion, stream: crate::handler::EventStream) -> Response {
-    let events = stream.map(move |update| match version {
-        ProtocolVersion::V1_0 => crate::sse::event(&RpcResponse::result(id.clone(), &*update)),
-        ProtocolVersion::V0_3 => match v03::StreamEvent::from_v1(&update) {
-            Some(ev) => crate::sse::event(&RpcResponse::result(id.clone(), &ev)),
-            None => crate::sse::event(&RpcResponse::error(
-                id.clone(),
-                &A2aError::from(ErrorCode::InvalidAgentResponse),
-            )),
-        },
-    });
-    crate::sse::response(events)
+    match version {
+        ProtocolVersion::V1_0 => crate::sse::response(
+            stream.map(move |update| crate::sse::event(&RpcResponse::result(id.clone(), &*update))),
+        ),
+        ProtocolVersion::V0_3 => {
+            let events = crate::downgrade::v03_events(stream, v03::StreamEvent::from_v1);
+            crate::sse::response(events.map(move |event| match event {
+                Ok(ev) => crate::sse::event(&RpcResponse::result(id.clone(), &ev)),
+                Err(e) => crate::sse::event(&RpcResponse::error(id.clone(), &e)),
+            }))
+        }
+    }
 }
 
 #[cfg(test)]

@@ -40,6 +40,7 @@
 
 pub mod agent;
 pub mod card;
+mod downgrade;
 mod events;
 #[cfg(feature = "grpc")]
 pub mod grpc;
@@ -54,8 +55,6 @@ mod live;
 pub mod push;
 mod redact;
 mod rest;
-mod rest_v03;
-mod rest_v03_push;
 pub mod server;
 mod sse;
 #[cfg(feature = "tls")]

@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use axum::{
     Router,
-    extract::DefaultBodyLimit,
     routing::{get, post},
 };
 
@@ -69,7 +68,6 @@ impl AgentRoutes {
     /// The router: both card paths and the JSON-RPC endpoint, with the body
     /// limit of the handler's [`crate::Limits`].
     pub fn router(self) -> Router {
-        let max_body = self.handler.limits().max_body_bytes;
         // The request rate per caller, checked on the binding routes (not the
         // cards), inside any authentication layer put around this router.
         let limits = self.handler.caller_limits().clone();
@@ -87,8 +85,8 @@ impl AgentRoutes {
             router = router.merge(limits.layer(rpc, Binding::JsonRpc));
         }
         if let Some(path) = &self.rest_path {
+            // The endpoint reads its body against the handler's limit itself.
             let rest = crate::rest::routes(&format!("{}{path}", self.prefix))
-                .layer(DefaultBodyLimit::max(max_body))
                 .with_state(self.handler.clone());
             router = router.merge(limits.layer(rest, Binding::Rest));
         }

@@ -38,11 +38,15 @@ fn app() -> Router {
         .route(
             "/slow",
             get(|| async {
+                SLOW_ENTERED.store(true, std::sync::atomic::Ordering::SeqCst);
                 tokio::time::sleep(Duration::from_millis(300)).await;
                 "done"
             }),
         )
 }
+
+/// Set when `/slow` starts serving a request.
+static SLOW_ENTERED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 async fn start() -> (String, oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
@@ -153,7 +157,15 @@ async fn shutdown_lets_the_request_in_flight_finish() {
             .await
             .expect("body")
     });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Stop only once the request is being served (not after a fixed wait,
+    // which a loaded machine may not honour).
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !SLOW_ENTERED.load(std::sync::atomic::Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the slow request reaches its handler");
     stop.send(()).expect("stop");
     assert_eq!(slow.await.expect("join"), "done");
     tokio::time::timeout(Duration::from_secs(5), server)

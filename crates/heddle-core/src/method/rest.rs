@@ -182,13 +182,16 @@ impl Method {
     }
 
     /// The operation a REST request names. `path` is relative to the
-    /// interface URL, without its query. v0.3 paths (under `/v1/`) are
+    /// interface URL, without its query; empty segments do not count.
+    /// v0.3 paths (under `/v1/`) are
     /// tried first, then v1.0 paths as written, then v1.0 paths after a
     /// `/{tenant}` segment (so a literal route wins over a tenant's name).
     pub fn from_rest(verb: Verb, path: &str) -> RestMatch {
+        // Empty segments are dropped: a trailing or doubled slash reaches
+        // the same route, as clients join URLs in both ways.
         let segments: Vec<Cow<'_, str>> = path
-            .trim_start_matches('/')
             .split('/')
+            .filter(|s| !s.is_empty())
             .map(decode_segment)
             .collect();
         let mut wrong_verb = false;
@@ -200,7 +203,7 @@ impl Method {
             let Some(rest) = segments.get(skip..) else {
                 continue;
             };
-            if skip == 1 && (segments[0].is_empty() || rest.is_empty()) {
+            if skip == 1 && rest.is_empty() {
                 continue;
             }
             let best = METHODS
@@ -357,7 +360,11 @@ mod tests {
             Method::from_rest(Verb::Get, "/nothing/here/at/all"),
             RestMatch::NotFound
         );
-        assert_eq!(Method::from_rest(Verb::Get, "/tasks/"), RestMatch::NotFound);
+        assert_eq!(
+            found(Verb::Post, "//message:send/").0,
+            Method::SendMessage,
+            "empty segments are dropped"
+        );
         assert_eq!(
             Method::from_rest(Verb::Post, "/tasks/:cancel"),
             RestMatch::WrongVerb
