@@ -69,7 +69,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Arc::new(MemoryStore::default()),
         Limits::default(),
     );
-    let app = AgentRoutes::new(handler).router().layer(auth.layer());
+    // Each binding behind the layer, which answers in that binding's error
+    // form; the card stays public.
+    let app = AgentRoutes::new(handler)
+        .around_bindings(move |binding, routes| routes.layer(auth.layer(binding)))
+        .router();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:8082").await?;
     println!(
         "secured echo agent at {url}; send the header api-key: {}",

@@ -23,34 +23,3 @@ pub enum AuthError {
     #[error("authentication config: {0}")]
     Config(String),
 }
-
-impl AuthError {
-    /// 401 for credential problems, 403 for permission, 503 when keys are unavailable.
-    pub fn http_status(&self) -> http::StatusCode {
-        match self {
-            AuthError::Forbidden(_) => http::StatusCode::FORBIDDEN,
-            AuthError::Unavailable(_) | AuthError::Config(_) => {
-                http::StatusCode::SERVICE_UNAVAILABLE
-            }
-            _ => http::StatusCode::UNAUTHORIZED,
-        }
-    }
-
-    /// The gRPC code of the same failure.
-    pub fn grpc_code(&self) -> tonic::Code {
-        match self {
-            AuthError::Forbidden(_) => tonic::Code::PermissionDenied,
-            AuthError::Unavailable(_) | AuthError::Config(_) => tonic::Code::Unavailable,
-            _ => tonic::Code::Unauthenticated,
-        }
-    }
-
-    /// The `ErrorInfo.reason` of the failure.
-    pub fn reason(&self) -> &'static str {
-        match self {
-            AuthError::Forbidden(_) => "PERMISSION_DENIED",
-            AuthError::Unavailable(_) | AuthError::Config(_) => "UNAVAILABLE",
-            _ => "UNAUTHENTICATED",
-        }
-    }
-}

@@ -7,6 +7,7 @@ use std::{
     task::{Context, Poll},
 };
 
+use heddle_core::{ProtocolVersion, method::Method};
 use heddle_server::Caller;
 use http::{HeaderMap, Request, Response, Uri, header};
 
@@ -14,7 +15,7 @@ use crate::{
     AuthError,
     apikey::ApiKeys,
     jwt::JwtVerifier,
-    reject::{self, RejectionBody},
+    reject::{self, Binding, RejectionBody},
 };
 
 /// Where an API key travels.
@@ -205,7 +206,9 @@ fn always_public(method: &http::Method, path: &str) -> bool {
 /// gRPC `GetAgentCard` is how v0.3 clients read the public card, and gives
 /// the extended card to an authenticated caller.
 fn credentials_optional(path: &str) -> bool {
-    path == "/a2a.v1.A2AService/GetAgentCard"
+    Method::GetExtendedAgentCard
+        .grpc_path(ProtocolVersion::V0_3)
+        .is_some_and(|p| p == path)
 }
 
 impl Authenticator {
@@ -221,9 +224,15 @@ impl Authenticator {
         }
     }
 
-    /// The tower layer.
-    pub fn layer(&self) -> AuthLayer {
-        AuthLayer { auth: self.clone() }
+    /// The tower layer for the routes of one binding, whose error form its
+    /// refusals take. Attach one per binding (as
+    /// [`heddle_server::AgentRoutes::around_bindings`] does), never around
+    /// routes of several.
+    pub fn layer(&self, binding: Binding) -> AuthLayer {
+        AuthLayer {
+            auth: self.clone(),
+            binding,
+        }
     }
 
     /// The API keys, when accepted.
@@ -303,6 +312,7 @@ impl Authenticator {
 #[derive(Clone, Debug)]
 pub struct AuthLayer {
     auth: Authenticator,
+    binding: Binding,
 }
 
 impl<S> tower::Layer<S> for AuthLayer {
@@ -312,6 +322,7 @@ impl<S> tower::Layer<S> for AuthLayer {
         AuthService {
             inner,
             auth: self.auth.clone(),
+            binding: self.binding,
         }
     }
 }
@@ -321,6 +332,7 @@ impl<S> tower::Layer<S> for AuthLayer {
 pub struct AuthService<S> {
     inner: S,
     auth: Authenticator,
+    binding: Binding,
 }
 
 impl<S, B, ResBody> tower::Service<Request<B>> for AuthService<S>
@@ -343,6 +355,7 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let auth = self.auth.clone();
+        let binding = self.binding;
         Box::pin(async move {
             let already = req
                 .extensions()
@@ -366,7 +379,7 @@ where
                 }
                 Err(e) => {
                     tracing::info!(path = %req.uri().path(), error = %e, "request refused");
-                    Ok(reject::response(&auth, req.headers(), req.uri(), &e))
+                    Ok(reject::response(&auth, binding, &e))
                 }
             }
         })

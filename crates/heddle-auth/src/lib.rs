@@ -21,8 +21,8 @@
 //!
 //! Missing or bad credentials get 401 with `WWW-Authenticate` (gRPC:
 //! UNAUTHENTICATED), a verified caller lacking a required scope 403 (gRPC:
-//! PERMISSION_DENIED), each in the form of the binding the request was for
-//! ([`reject`]). Card paths stay public. A [`Caller`](heddle_server::Caller)
+//! PERMISSION_DENIED), each in the form of the binding the layer guards
+//! ([`reject`]): a layer is attached per binding. Card paths stay public. A [`Caller`](heddle_server::Caller)
 //! that an earlier layer (mutual TLS) already authenticated is kept.
 //!
 //! ```no_run
@@ -31,7 +31,7 @@
 //! let keys = ApiKeys::new(std::sync::Arc::new(MemoryKeyStore::default()));
 //! let (_record, secret) = keys.create("ci").await?; // hand `secret` to the client, once
 //! let auth = Authenticator::builder().api_keys(keys).build()?;
-//! let app = app.layer(auth.layer());
+//! let app = app.layer(auth.layer(heddle_auth::reject::Binding::JsonRpc));
 //! # Ok(()) }
 //! ```
 

@@ -375,11 +375,21 @@ fn app(auth: &Authenticator) -> Router {
     async fn whoami(caller: Option<axum::Extension<Caller>>) -> String {
         caller.map(|c| c.0.id).unwrap_or_default()
     }
-    Router::new()
+    // One layer per binding, as a server attaches them.
+    let rpc = Router::new()
         .route("/a2a", axum::routing::post(whoami))
+        .layer(auth.layer(heddle_server::Binding::JsonRpc));
+    let rest = Router::new()
         .route("/rest/tasks/{id}", get(whoami))
+        .layer(auth.layer(heddle_server::Binding::Rest));
+    let grpc = Router::new()
+        .route("/lf.a2a.v1.A2AService/GetTask", axum::routing::post(whoami))
+        .layer(auth.layer(heddle_server::Binding::Grpc));
+    Router::new()
         .route("/.well-known/agent-card.json", get(|| async { "card" }))
-        .layer(auth.layer())
+        .merge(rpc)
+        .merge(rest)
+        .merge(grpc)
 }
 
 async fn call(app: &Router, req: Request<Body>) -> (StatusCode, http::HeaderMap, Vec<u8>) {
@@ -433,11 +443,12 @@ async fn the_layer_inserts_the_caller_and_keeps_cards_public() {
         .body(Body::empty())
         .expect("req");
     assert_eq!(call(&app, req).await.0, StatusCode::OK);
-    // Only reading the card is public.
+    // The card route only reads: a POST is not served (and is no binding's
+    // call, so no credentials are asked for).
     let req = Request::post("/.well-known/agent-card.json")
         .body(Body::empty())
         .expect("req");
-    assert_eq!(call(&app, req).await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(call(&app, req).await.0, StatusCode::METHOD_NOT_ALLOWED);
 }
 
 #[tokio::test]
@@ -505,7 +516,7 @@ async fn refusals_take_each_bindings_form() {
         "the key is not echoed"
     );
 
-    // JSON-RPC v0.3, a token without the required scope: 403.
+    // JSON-RPC, a token without the required scope: 403.
     let t = sign(Algorithm::HS256, Some("hs"), &claims());
     let req = Request::post("/a2a")
         .header("authorization", format!("Bearer {t}"))
@@ -521,7 +532,7 @@ async fn refusals_take_each_bindings_form() {
     );
     let v: Value = serde_json::from_slice(&body).expect("json");
     assert_eq!(v["error"]["code"], JSONRPC_PERMISSION_DENIED);
-    assert_eq!(v["error"]["data"]["reason"], "PERMISSION_DENIED");
+    assert_eq!(v["error"]["data"][0]["reason"], "PERMISSION_DENIED");
 
     // gRPC: trailers-only UNAUTHENTICATED.
     let req = Request::post("/lf.a2a.v1.A2AService/GetTask")
@@ -601,7 +612,7 @@ async fn the_layer_guards_a_tonic_server() {
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
     let server = tonic::transport::Server::builder()
-        .layer(auth.layer())
+        .layer(auth.layer(heddle_server::Binding::Grpc))
         .add_routes(routes)
         .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener));
     tokio::spawn(server);

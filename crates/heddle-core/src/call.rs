@@ -272,7 +272,7 @@ fn from_v03(method: Method, params: &[u8]) -> Result<Call, A2aError> {
         M::GetExtendedAgentCard => {
             Call::GetExtendedAgentCard(v1::GetExtendedAgentCardRequest::default())
         }
-        M::ListTasks => return Err(method_not_found("ListTasks")),
+        M::ListTasks => return Err(method_not_found(M::ListTasks.names().v1)),
     })
 }
 

@@ -57,6 +57,16 @@ pub enum ErrorCode {
     /// the `retryAfterSeconds` in its `ErrorInfo` (and the HTTP
     /// `Retry-After` header).
     ResourceExhausted,
+    /// No credentials, or credentials that do not verify (HTTP 401). The
+    /// spec leaves authentication errors to the transport; the JSON-RPC
+    /// code is Heddle's own.
+    Unauthenticated,
+    /// The caller is known but may not do this (HTTP 403). Heddle's own
+    /// JSON-RPC code, as for [`ErrorCode::Unauthenticated`].
+    PermissionDenied,
+    /// A service the server depends on cannot be reached (keys could not
+    /// be fetched); retry later (HTTP 503). Heddle's own JSON-RPC code.
+    Unavailable,
 }
 
 /// gRPC status codes (`google.rpc.Code`) used by the catalogue.
@@ -77,6 +87,8 @@ pub enum GrpcCode {
     Unimplemented = 12,
     /// 13
     Internal = 13,
+    /// 14
+    Unavailable = 14,
     /// 16
     Unauthenticated = 16,
 }
@@ -92,6 +104,7 @@ impl GrpcCode {
             Self::FailedPrecondition => "FAILED_PRECONDITION",
             Self::Unimplemented => "UNIMPLEMENTED",
             Self::Internal => "INTERNAL",
+            Self::Unavailable => "UNAVAILABLE",
             Self::Unauthenticated => "UNAUTHENTICATED",
         }
     }
@@ -160,6 +173,9 @@ catalogue! {
     ExtensionSupportRequired, -32008, 400, FailedPrecondition, "EXTENSION_SUPPORT_REQUIRED", "A required extension was not activated";
     VersionNotSupported, -32009, 400, FailedPrecondition, "VERSION_NOT_SUPPORTED", "Protocol version not supported";
     ResourceExhausted, -32029, 429, ResourceExhausted, "RESOURCE_EXHAUSTED", "Too many requests; retry later";
+    Unauthenticated, -32040, 401, Unauthenticated, "UNAUTHENTICATED", "Authentication required";
+    PermissionDenied, -32043, 403, PermissionDenied, "PERMISSION_DENIED", "Permission denied";
+    Unavailable, -32053, 503, Unavailable, "UNAVAILABLE", "A service the server depends on is unavailable; retry later";
 }
 
 impl ErrorCode {
@@ -491,7 +507,7 @@ mod tests {
                 assert_ne!(a.reason, b.reason);
             }
         }
-        assert_eq!(CATALOGUE.len(), 15);
+        assert_eq!(CATALOGUE.len(), 18, "one row per ErrorCode variant");
     }
 
     #[test]

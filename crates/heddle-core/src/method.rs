@@ -35,6 +35,11 @@ pub enum Method {
     GetExtendedAgentCard,
 }
 
+/// Full name of the v1.0 gRPC service.
+pub const GRPC_SERVICE_V1: &str = "lf.a2a.v1.A2AService";
+/// Full name of the v0.3 gRPC service.
+pub const GRPC_SERVICE_V03: &str = "a2a.v1.A2AService";
+
 /// One row of the name table.
 #[derive(Clone, Copy, Debug)]
 pub struct MethodNames {
@@ -243,6 +248,21 @@ impl Method {
             ProtocolVersion::V1_0 => Some(self.names().v1),
             ProtocolVersion::V0_3 => self.names().v03_grpc,
         }
+    }
+
+    /// The full name of `version`'s gRPC service.
+    pub fn grpc_service(version: ProtocolVersion) -> &'static str {
+        match version {
+            ProtocolVersion::V1_0 => GRPC_SERVICE_V1,
+            ProtocolVersion::V0_3 => GRPC_SERVICE_V03,
+        }
+    }
+
+    /// The HTTP/2 path of this operation's gRPC method in `version`
+    /// (`/a2a.v1.A2AService/GetAgentCard`), if that service has it.
+    pub fn grpc_path(self, version: ProtocolVersion) -> Option<String> {
+        let name = self.grpc_name(version)?;
+        Some(format!("/{}/{name}", Self::grpc_service(version)))
     }
 
     /// The operation a gRPC method of `version`'s service names.

@@ -19,6 +19,22 @@ pub const VERSION_HEADER: &str = "A2A-Version";
 pub const EXTENSIONS_HEADER: &str = "A2A-Extensions";
 /// The v0.3 name of the extensions header, still accepted.
 pub const LEGACY_EXTENSIONS_HEADER: &str = "X-A2A-Extensions";
+/// Both extension header names as HTTP/2 and gRPC metadata spell them
+/// (lowercase), current name first.
+pub const EXTENSIONS_KEYS: [&str; 2] = ["a2a-extensions", "x-a2a-extensions"];
+
+/// The extension URIs activated by `values`, the values of every
+/// extensions header (or metadata entry) a request carried: each is a
+/// comma-separated list; blanks are dropped.
+pub fn extension_uris<'a>(values: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    values
+        .into_iter()
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
 
 impl ProtocolVersion {
     /// The `Major.Minor` string.

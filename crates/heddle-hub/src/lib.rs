@@ -210,7 +210,7 @@ impl Hub {
             .caller_limits
             .layer(app, heddle_server::limit::Binding::Grpc);
         Some(match &self.auth {
-            Some(auth) => app.layer(auth.layer()),
+            Some(auth) => app.layer(auth.layer(heddle_server::Binding::Grpc)),
             None => app,
         })
     }
@@ -259,15 +259,17 @@ impl Hub {
             if self.bindings.rest {
                 routes = routes.rest_at("/rest");
             }
+            if let Some(auth) = &self.auth {
+                // Each binding behind the authenticator, which answers in
+                // that binding's error form; the cards stay public.
+                let auth = auth.clone();
+                routes = routes.around_bindings(move |binding, r| r.layer(auth.layer(binding)));
+            }
             router = router.merge(routes.router());
         }
         if let Some(default) = self.default_agent.as_deref().and_then(|id| self.agent(id)) {
             // The root serves the default agent's card; its interfaces stay absolute.
             router = router.merge(card_router(default.handler.card()));
-        }
-        // The card routes stay public behind the layer; the listing is added after it.
-        if let Some(auth) = &self.auth {
-            router = router.layer(auth.layer());
         }
         let router = router.route(
             "/api/v1/agents",

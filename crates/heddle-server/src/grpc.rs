@@ -72,13 +72,12 @@ use crate::{
 };
 
 /// Full name of the v1.0 service.
-pub const V1_SERVICE: &str = "lf.a2a.v1.A2AService";
+pub const V1_SERVICE: &str = heddle_core::method::GRPC_SERVICE_V1;
 /// Full name of the v0.3 service.
-pub const V03_SERVICE: &str = "a2a.v1.A2AService";
+pub const V03_SERVICE: &str = heddle_core::method::GRPC_SERVICE_V03;
 /// Metadata key of the `A2A-Version` service parameter (gRPC keys are lowercase).
 const VERSION_KEY: &str = "a2a-version";
-/// Metadata keys of `A2A-Extensions`, and of its v0.3 name `X-A2A-Extensions`.
-const EXTENSION_KEYS: [&str; 2] = ["a2a-extensions", "x-a2a-extensions"];
+use heddle_core::version::EXTENSIONS_KEYS;
 /// Metadata key naming the agent of a v0.3 request (v0.3 has no tenant field).
 pub const TENANT_METADATA: &str = "a2a-tenant";
 /// `ErrorInfo.reason` of a request for a tenant no agent serves.
@@ -302,20 +301,12 @@ fn served_version(
 
 /// Activated extensions: every `a2a-extensions` / `x-a2a-extensions` entry, comma-separated.
 fn extensions(meta: &MetadataMap) -> Vec<String> {
-    let mut out = Vec::new();
-    for key in EXTENSION_KEYS {
-        for v in meta.get_all(key) {
-            if let Ok(s) = v.to_str() {
-                out.extend(
-                    s.split(',')
-                        .map(str::trim)
-                        .filter(|s| !s.is_empty())
-                        .map(str::to_owned),
-                );
-            }
-        }
-    }
-    out
+    heddle_core::version::extension_uris(
+        EXTENSIONS_KEYS
+            .iter()
+            .flat_map(|key| meta.get_all(*key).iter())
+            .filter_map(|v| v.to_str().ok()),
+    )
 }
 
 fn context(inc: &Incoming, service: ProtocolVersion) -> Result<CallContext, Status> {

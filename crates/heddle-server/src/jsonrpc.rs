@@ -37,8 +37,8 @@ use crate::{
 // lookup by the mixed-case `&str` lower-cases and parses it on every request.
 const VERSION_NAME: HeaderName = HeaderName::from_static("a2a-version");
 const EXTENSIONS_NAMES: [HeaderName; 2] = [
-    HeaderName::from_static("a2a-extensions"),
-    HeaderName::from_static("x-a2a-extensions"),
+    HeaderName::from_static(heddle_core::version::EXTENSIONS_KEYS[0]),
+    HeaderName::from_static(heddle_core::version::EXTENSIONS_KEYS[1]),
 ];
 
 /// The header-level facts of a request.
@@ -91,19 +91,12 @@ impl Envelope {
             None | Some("") => Ok(None),
             Some(v) => ProtocolVersion::from_header(Some(v)).map(Some),
         };
-        let mut extensions = Vec::new();
-        for name in EXTENSIONS_NAMES {
-            for v in headers.get_all(name) {
-                if let Ok(s) = v.to_str() {
-                    extensions.extend(
-                        s.split(',')
-                            .map(str::trim)
-                            .filter(|s| !s.is_empty())
-                            .map(str::to_owned),
-                    );
-                }
-            }
-        }
+        let extensions = heddle_core::version::extension_uris(
+            EXTENSIONS_NAMES
+                .iter()
+                .flat_map(|name| headers.get_all(name).iter())
+                .filter_map(|v| v.to_str().ok()),
+        );
         Self {
             version,
             extensions,
@@ -461,7 +454,8 @@ fn encode_reply(id: Id, version: ProtocolVersion, method: Method, reply: Reply) 
             encode(id, &heddle_core::card::dual_card_json(&c))
         }
         (ProtocolVersion::V0_3, Reply::Tasks(_)) => {
-            encode_error(id, &heddle_core::call::method_not_found("ListTasks"))
+            let name = heddle_core::method::Method::ListTasks.names().v1;
+            encode_error(id, &heddle_core::call::method_not_found(name))
         }
         (ProtocolVersion::V1_0, Reply::PushConfig(c)) => encode(id, &c),
         (ProtocolVersion::V1_0, Reply::PushConfigs(l)) => encode(id, &l),

@@ -39,6 +39,7 @@
 //! ```
 
 pub mod agent;
+pub mod binding;
 pub mod card;
 mod downgrade;
 mod events;
@@ -61,6 +62,7 @@ mod sse;
 pub mod tls;
 
 pub use agent::{AgentError, AgentExecutor, Caller, RequestContext};
+pub use binding::{Binding, refusal, refusal_parts};
 pub use events::{EventError, TaskEvents};
 pub use handler::{
     CallContext, EventStream, HandlerBuilder, Limits, Reply, RequestHandler, StreamSlots,

@@ -36,16 +36,7 @@ use heddle_core::error::A2aError;
 
 use crate::Caller;
 
-/// Which binding's error form a refusal takes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Binding {
-    /// A JSON-RPC error object (id null).
-    JsonRpc,
-    /// A `google.rpc.Status` JSON body.
-    Rest,
-    /// A gRPC status in the trailers-only answer.
-    Grpc,
-}
+pub use crate::binding::Binding;
 
 /// The per-caller limits of a server; cheap to clone, clones share them.
 #[derive(Clone, Debug)]
@@ -239,30 +230,8 @@ async fn check(
 ) -> Response {
     match limits.check_rate(key_of(&req)) {
         Ok(()) => next.run(req).await,
-        Err(e) => refusal(binding, &e),
+        Err(e) => crate::binding::refusal(binding, &e),
     }
-}
-
-/// `err` as `binding` answers it.
-pub(crate) fn refusal(binding: Binding, err: &A2aError) -> Response {
-    match binding {
-        Binding::JsonRpc => crate::jsonrpc::error_response(heddle_core::jsonrpc::Id::Null, err),
-        Binding::Rest => crate::rest::error(err),
-        Binding::Grpc => grpc_refusal(err),
-    }
-}
-
-#[cfg(feature = "grpc")]
-fn grpc_refusal(err: &A2aError) -> Response {
-    use axum::response::IntoResponse as _;
-    crate::grpc::status(err)
-        .into_http::<axum::body::Body>()
-        .into_response()
-}
-
-#[cfg(not(feature = "grpc"))]
-fn grpc_refusal(err: &A2aError) -> Response {
-    crate::rest::error(err)
 }
 
 #[cfg(test)]

@@ -16,13 +16,28 @@ use crate::{card::CardDocument, handler::RequestHandler, jsonrpc, limit::Binding
 /// Well-known card paths: the current name and the pre-0.3 one.
 pub const CARD_PATHS: [&str; 2] = ["/.well-known/agent-card.json", "/.well-known/agent.json"];
 
+/// What wraps each binding's routes (see [`AgentRoutes::around_bindings`]).
+type BindingLayer = Arc<dyn Fn(Binding, Router) -> Router + Send + Sync>;
+
 /// Builds the routes of one agent.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct AgentRoutes {
     handler: RequestHandler,
     prefix: String,
     jsonrpc_path: Option<String>,
     rest_path: Option<String>,
+    around: Option<BindingLayer>,
+}
+
+impl std::fmt::Debug for AgentRoutes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentRoutes")
+            .field("prefix", &self.prefix)
+            .field("jsonrpc_path", &self.jsonrpc_path)
+            .field("rest_path", &self.rest_path)
+            .field("around", &self.around.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl AgentRoutes {
@@ -33,7 +48,21 @@ impl AgentRoutes {
             prefix: String::new(),
             jsonrpc_path: Some("/".into()),
             rest_path: None,
+            around: None,
         }
+    }
+
+    /// Wraps each binding's routes (not the cards) with what `layer`
+    /// returns for that binding: an authentication layer, for example, which
+    /// then answers in the binding's own error form. It goes outside the
+    /// per-caller rate limit, so the rate is counted per authenticated caller.
+    #[must_use]
+    pub fn around_bindings(
+        mut self,
+        layer: impl Fn(Binding, Router) -> Router + Send + Sync + 'static,
+    ) -> Self {
+        self.around = Some(Arc::new(layer));
+        self
     }
 
     /// Mounts every route under `prefix` (e.g. `/api/v1/agents/echo`).
@@ -82,15 +111,22 @@ impl AgentRoutes {
             let rpc = Router::new()
                 .route(&rpc_path, post(jsonrpc::endpoint))
                 .with_state(self.handler.clone());
-            router = router.merge(limits.layer(rpc, Binding::JsonRpc));
+            router = router.merge(self.wrap(limits.layer(rpc, Binding::JsonRpc), Binding::JsonRpc));
         }
         if let Some(path) = &self.rest_path {
             // The endpoint reads its body against the handler's limit itself.
             let rest = crate::rest::routes(&format!("{}{path}", self.prefix))
                 .with_state(self.handler.clone());
-            router = router.merge(limits.layer(rest, Binding::Rest));
+            router = router.merge(self.wrap(limits.layer(rest, Binding::Rest), Binding::Rest));
         }
         router
+    }
+
+    fn wrap(&self, routes: Router, binding: Binding) -> Router {
+        match &self.around {
+            Some(layer) => layer(binding, routes),
+            None => routes,
+        }
     }
 }
 

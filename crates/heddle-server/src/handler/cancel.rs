@@ -1,0 +1,109 @@
+//! CancelTask: stop the executor and end the task CANCELED.
+
+use std::sync::{Arc, atomic::Ordering};
+
+use heddle_core::{
+    A2aError, ErrorCode, ProtocolVersion,
+    v1::{self},
+};
+
+use super::{CallContext, RequestHandler};
+use crate::{
+    agent::{Caller, RequestContext},
+    events::{TaskEvents, current_state},
+    live::LiveTask,
+};
+
+impl RequestHandler {
+    /// CancelTask: stops the executor and ends the task CANCELED.
+    pub(super) async fn cancel_task(
+        &self,
+        cx: &CallContext,
+        id: &str,
+    ) -> Result<v1::Task, A2aError> {
+        let scope = self.scope(&cx.caller);
+        let attached = self
+            .inner
+            .live
+            .attach(&scope, id, &self.inner.store, false)
+            .await?;
+        let lease = self.inner.live.lease(attached);
+        self.cancel_live(&lease.live, &cx.caller).await
+    }
+
+    pub(super) async fn cancel_live(
+        &self,
+        live: &Arc<LiveTask>,
+        caller: &Caller,
+    ) -> Result<v1::Task, A2aError> {
+        let (running, snapshot) = {
+            let st = live.state.lock().await;
+            if !st.created {
+                return Err(A2aError::task_not_found(&live.id));
+            }
+            let state = current_state(&st);
+            // Already CANCELED included (v1 §3.1.5 names it): a second cancel
+            // changes nothing, as §3.3.1 asks, and says so the same way.
+            if state.is_terminal() {
+                return Err(A2aError::new(
+                    ErrorCode::TaskNotCancelable,
+                    format!("task {} is already {}", live.id, state.as_str_name()),
+                )
+                .with_meta("taskId", live.id.clone()));
+            }
+            (live.running.load(Ordering::Acquire), st.task.clone())
+        };
+        let events = TaskEvents::new(live.clone(), snapshot.context_id.clone());
+        if running {
+            live.cancel.cancel();
+            let ctx = RequestContext {
+                task_id: live.id.clone(),
+                context_id: snapshot.context_id.clone(),
+                message: snapshot.history.last().cloned().unwrap_or_default(),
+                task: Some(Box::new(snapshot.clone())),
+                caller: caller.clone(),
+                extensions: Vec::new(),
+                configuration: None,
+                metadata: None,
+                protocol_version: ProtocolVersion::V1_0,
+                cancel: live.cancel.clone(),
+            };
+            let grace = self.inner.limits.cancel_grace;
+            if let Err(e) =
+                tokio::time::timeout(grace, self.inner.executor.cancel(ctx, events.clone()))
+                    .await
+                    .unwrap_or(Ok(()))
+            {
+                tracing::warn!(task = %live.id, error = %e, "agent cancel failed; canceling anyway");
+            }
+        }
+        let mut st = live.state.lock().await;
+        let state = current_state(&st);
+        if !state.is_terminal() {
+            let msg =
+                events.agent_message(vec![v1::Part::text("canceled at the caller's request")]);
+            events
+                .apply_status(&mut st, v1::TaskState::Canceled, Some(msg))
+                .await
+                .map_err(|e| A2aError::internal(e.to_string()))?;
+        }
+        if let Some(abort) = st.abort.take() {
+            // The agent had its grace period in `cancel`; stop it for good.
+            abort.abort();
+            live.running.store(false, Ordering::Release);
+        }
+        if current_state(&st) == v1::TaskState::Canceled {
+            Ok(st.task.clone())
+        } else {
+            let s = current_state(&st);
+            Err(A2aError::new(
+                ErrorCode::TaskNotCancelable,
+                format!(
+                    "task {} ended {} before it could be canceled",
+                    live.id,
+                    s.as_str_name()
+                ),
+            ))
+        }
+    }
+}

@@ -1,0 +1,373 @@
+//! SendMessage and SendStreamingMessage: a new task or a follow-up to
+//! one, the executor run under its lease, and the answer waited for.
+
+use std::{
+    panic::AssertUnwindSafe,
+    sync::{Arc, atomic::Ordering},
+    task::Poll,
+};
+
+use futures::FutureExt as _;
+use heddle_core::{
+    A2aError, ErrorCode,
+    v1::{self},
+    wkt::Timestamp,
+};
+use heddle_store::Scope;
+
+use super::{CallContext, Reply, RequestHandler, read::with_history, store_err};
+use crate::limit::RunningSlot;
+use crate::{
+    agent::RequestContext,
+    events::{TaskEvents, current_state},
+    live::{Attached, LiveTask},
+};
+
+impl RequestHandler {
+    pub(super) async fn send(
+        &self,
+        cx: CallContext,
+        req: v1::SendMessageRequest,
+        stream: bool,
+    ) -> Result<Reply, A2aError> {
+        let Some(mut message) = req.message else {
+            return Err(A2aError::invalid_field("message", "is required"));
+        };
+        if message.parts.len() > self.inner.limits.max_parts {
+            return Err(A2aError::invalid_field(
+                "message.parts",
+                format!(
+                    "{} parts; this server accepts at most {}",
+                    message.parts.len(),
+                    self.inner.limits.max_parts
+                ),
+            ));
+        }
+        if message.role() != v1::Role::User {
+            return Err(A2aError::invalid_field("message.role", "must be ROLE_USER"));
+        }
+        let config = req.configuration.clone().unwrap_or_default();
+        let permit = if stream {
+            Some(self.stream_permit(&cx)?)
+        } else {
+            None
+        };
+        let running = self.inner.caller_limits.take_running(cx.limit_key())?;
+        let scope = self.scope(&cx.caller);
+        if message.task_id.is_empty()
+            && let Some(legacy) = &cx.legacy_task_id
+            && self.inner.live.get(&scope, legacy).is_some()
+        {
+            message.task_id.clone_from(legacy);
+        }
+
+        // A push config is checked before anything changes, and stored before
+        // the agent runs, so its first event is delivered too.
+        let push = config.task_push_notification_config.clone();
+        if let Some(p) = &push {
+            self.check_send_push_config(p)?;
+        }
+        let new_task = message.task_id.is_empty();
+        let (mut lease, prior) = if new_task {
+            let (attached, prior) = self.start_task(&scope, &mut message, stream);
+            (self.inner.live.lease(attached), prior)
+        } else {
+            let attached = self
+                .inner
+                .live
+                .attach(&scope, &message.task_id, &self.inner.store, stream)
+                .await?;
+            let lease = self.inner.live.lease(attached);
+            if let Some(p) = push.clone() {
+                self.register_send_push_config(&cx, &lease.live.id, p)
+                    .await?;
+            }
+            let prior = self.continue_task(&lease.live, &mut message).await?;
+            (lease, Some(prior))
+        };
+        if new_task && let Some(p) = push {
+            self.register_send_push_config(&cx, &lease.live.id, p)
+                .await?;
+        }
+        // Only streams subscribe to the fan-out; with no receiver, no event is built.
+        let live = lease.live.clone();
+        let rx = lease.take_rx();
+        let start_gen = {
+            let mut st = live.state.lock().await;
+            if stream {
+                st.persist_on_create = true;
+            }
+            if config.return_immediately && !stream && !st.created {
+                self.inner
+                    .store
+                    .save(&live.scope, &st.task)
+                    .await
+                    .map_err(store_err)?;
+                st.created = true;
+            }
+            st.settled_gen
+        };
+        let context_id = message.context_id.clone();
+        // Boxed here, not in `spawn_execution`: a by-value argument would be
+        // kept twice in that future's state and copied with it.
+        let ctx = Box::new(RequestContext {
+            task_id: live.id.clone(),
+            context_id: context_id.clone(),
+            message,
+            task: prior.map(Box::new),
+            caller: cx.caller.clone(),
+            extensions: cx.extensions.clone(),
+            configuration: req.configuration.map(Box::new),
+            metadata: req.metadata,
+            protocol_version: cx.version,
+            cancel: live.cancel.clone(),
+        });
+        self.spawn_execution(live.clone(), ctx, running).await;
+
+        if let Some(rx) = rx {
+            // The first event is the task (created) or the agent's direct message.
+            return Ok(Reply::Stream(self.event_stream(live, rx, None, permit)));
+        }
+        if config.return_immediately {
+            let task = live.state.lock().await.task.clone();
+            return Ok(Reply::Task(with_history(task, config.history_length)));
+        }
+        // `wait_for_answer` releases the task itself, then may move it out.
+        drop(lease);
+        self.wait_for_answer(live, start_gen, config.history_length)
+            .await
+    }
+
+    /// A new task, provisional until the agent's first event.
+    pub(super) fn start_task(
+        &self,
+        scope: &Scope,
+        message: &mut v1::Message,
+        subscribe: bool,
+    ) -> (Attached, Option<v1::Task>) {
+        let task_id = crate::new_id();
+        if message.context_id.is_empty() {
+            message.context_id = crate::new_id();
+        }
+        message.task_id.clone_from(&task_id);
+        let task = v1::Task {
+            id: task_id,
+            context_id: message.context_id.clone(),
+            status: Some(v1::TaskStatus {
+                state: v1::TaskState::Submitted as i32,
+                message: None,
+                timestamp: Some(Timestamp::now()),
+            }),
+            artifacts: Vec::new(),
+            history: vec![message.clone()],
+            metadata: None,
+        };
+        (
+            self.inner
+                .live
+                .insert_new(scope.clone(), task, self.inner.store.clone(), subscribe),
+            None,
+        )
+    }
+
+    /// A message for an existing task: it must be waiting for the caller.
+    pub(super) async fn continue_task(
+        &self,
+        live: &Arc<LiveTask>,
+        message: &mut v1::Message,
+    ) -> Result<v1::Task, A2aError> {
+        let mut st = live.state.lock().await;
+        if !st.created {
+            return Err(A2aError::task_not_found(&live.id));
+        }
+        let state = current_state(&st);
+        if state.is_terminal() {
+            return Err(A2aError::new(
+                ErrorCode::UnsupportedOperation,
+                format!(
+                    "task {} is {}; start a new task in the same context",
+                    live.id,
+                    state.as_str_name()
+                ),
+            )
+            .with_meta("taskId", live.id.clone()));
+        }
+        if !message.context_id.is_empty() && message.context_id != st.task.context_id {
+            return Err(A2aError::invalid_field(
+                "message.contextId",
+                "does not match the task's context",
+            ));
+        }
+        if live.running.load(Ordering::Acquire) {
+            return Err(A2aError::new(
+                ErrorCode::UnsupportedOperation,
+                format!(
+                    "task {} is {} and busy; wait for it to ask for input",
+                    live.id,
+                    state.as_str_name()
+                ),
+            ));
+        }
+        message.context_id.clone_from(&st.task.context_id);
+        let prior = st.task.clone();
+        let mut next = st.task.clone();
+        next.history.push(message.clone());
+        self.inner
+            .store
+            .save(&live.scope, &next)
+            .await
+            .map_err(store_err)?;
+        st.task = next;
+        live.running.store(true, Ordering::Release);
+        Ok(prior)
+    }
+
+    /// Runs the agent: first right here, in the caller's task, until it has
+    /// to wait for something; only then on a task of its own (so it goes on
+    /// if the caller goes away). Most agents answer a simple call without
+    /// waiting at all (the echo agent, a cached answer), and those cost no
+    /// spawn and no cross-task wake-up. A panicking agent fails its task
+    /// instead of leaving it WORKING and its caller waiting.
+    pub(super) async fn spawn_execution(
+        &self,
+        live: Arc<LiveTask>,
+        ctx: Box<RequestContext>,
+        running: RunningSlot,
+    ) {
+        live.running.store(true, Ordering::Release);
+        let events = TaskEvents::new(live.clone(), ctx.context_id.clone());
+        let executor = self.inner.executor.clone();
+        let handler = self.clone();
+        let run_live = live.clone();
+        // The agent's future keeps the context. An async block keeps what it
+        // captures in its state while it waits, so it captures the box, freed
+        // as soon as the agent's future is made: 0.9 KB less per running agent.
+        let mut run = Box::pin(async move {
+            let execution = executor.execute(unbox(ctx), events.clone());
+            let result = AssertUnwindSafe(execution).catch_unwind().await;
+            let error = match result {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(e.0),
+                Err(panic) => {
+                    // The panic's own text may hold internals: the log only.
+                    tracing::error!(panic = panic_text(panic.as_ref()), "agent panicked");
+                    Some("the agent failed unexpectedly".to_owned())
+                }
+            };
+            // Boxed so its state is not part of the task for the agent's life.
+            Box::pin(handler.finish_execution(&run_live, &events, error)).await;
+            drop(running);
+        });
+        let first = std::future::poll_fn(|cx| Poll::Ready(run.as_mut().poll(cx))).await;
+        if first.is_ready() {
+            return;
+        }
+        // The spawned task polls it again at once, so every waker it left
+        // registered is replaced by the task's own.
+        let handle = tokio::spawn(run);
+        live.state.lock().await.abort = Some(handle.abort_handle());
+    }
+
+    /// After `execute` returns: a task left active is failed (an agent bug or
+    /// an agent error), unflushed artifacts are saved, and the task leaves the
+    /// live registry if nobody watches it.
+    pub(super) async fn finish_execution(
+        &self,
+        live: &Arc<LiveTask>,
+        events: &TaskEvents,
+        error: Option<String>,
+    ) {
+        {
+            let mut st = live.state.lock().await;
+            st.abort = None;
+            if !st.replied {
+                let state = if st.created {
+                    current_state(&st)
+                } else {
+                    v1::TaskState::Unspecified
+                };
+                if !(state.is_terminal() || state.is_interrupted()) {
+                    let reason = error.unwrap_or_else(|| {
+                        "the agent stopped without finishing the task".to_owned()
+                    });
+                    let msg = events.agent_message(vec![v1::Part::text(reason)]);
+                    if let Err(e) = events
+                        .apply_status(&mut st, v1::TaskState::Failed, Some(msg))
+                        .await
+                    {
+                        tracing::error!(task = %live.id, error = %e, "could not fail an abandoned task");
+                    }
+                } else if st.dirty && self.inner.store.save(&live.scope, &st.task).await.is_ok() {
+                    st.dirty = false;
+                }
+            }
+            live.running.store(false, Ordering::Release);
+        }
+        self.inner.live.release(&live.id);
+    }
+
+    /// A blocking send: waits until the task is terminal or interrupted, or
+    /// the agent answered with a message. Uses the task's `settled` signal, not
+    /// the event fan-out, so an unwatched task publishes nothing.
+    pub(super) async fn wait_for_answer(
+        &self,
+        live: Arc<LiveTask>,
+        start_gen: u64,
+        history: Option<i32>,
+    ) -> Result<Reply, A2aError> {
+        // `None`: the task finished, so it no longer changes; it is read
+        // after the release below, moved out when this is its last holder.
+        let reply = loop {
+            let notified = live.settled.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let st = live.state.lock().await;
+                if st.settled_gen > start_gen {
+                    if let Some(m) = &st.reply {
+                        break Some(Reply::Message(v1::Message::clone(m)));
+                    }
+                    if current_state(&st).is_terminal() {
+                        break None;
+                    }
+                    break Some(Reply::Task(with_history(st.task.clone(), history)));
+                }
+            }
+            notified.await;
+        };
+        self.inner.live.release(&live.id);
+        if let Some(reply) = reply {
+            return Ok(reply);
+        }
+        // Usually the agent is done and the registry let go: the task is
+        // moved into the answer instead of copied (its store copy is saved).
+        // (Returning from the match keeps the unwrapped task, over a kilobyte,
+        // out of this future's state across the await below.)
+        let shared = match Arc::try_unwrap(live) {
+            Ok(owned) => {
+                return Ok(Reply::Task(with_history(
+                    owned.state.into_inner().task,
+                    history,
+                )));
+            }
+            Err(shared) => shared,
+        };
+        let task = shared.state.lock().await.task.clone();
+        Ok(Reply::Task(with_history(task, history)))
+    }
+}
+
+/// The value out of its box, freeing the box (which is the point, hence the allow).
+#[allow(clippy::boxed_local)]
+pub(super) fn unbox<T>(b: Box<T>) -> T {
+    *b
+}
+
+/// The message a panic carried, when it is text.
+pub(super) fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
+}

@@ -1,0 +1,144 @@
+//! Event streams: SubscribeToTask, and the relay every stream uses.
+
+use std::sync::Arc;
+
+use heddle_core::{
+    A2aError, ErrorCode,
+    v1::{self, stream_response::Payload},
+};
+use tokio::sync::broadcast::error::RecvError;
+
+use super::{CallContext, EventStream, RequestHandler, stream_slots::StreamSlot};
+use crate::live::{LiveTask, Update};
+
+impl RequestHandler {
+    pub(super) fn stream_permit(&self, cx: &CallContext) -> Result<StreamSlot, A2aError> {
+        self.inner.streams.take(cx.limit_key())
+    }
+
+    /// Relays the task's events until it ends or waits; `first` (a snapshot)
+    /// goes out before them. Dropping the stream detaches; it never cancels.
+    pub(super) fn event_stream(
+        &self,
+        live: Arc<LiveTask>,
+        rx: tokio::sync::broadcast::Receiver<Update>,
+        first: Option<v1::Task>,
+        permit: Option<StreamSlot>,
+    ) -> EventStream {
+        struct Guard {
+            handler: RequestHandler,
+            id: String,
+            _permit: Option<StreamSlot>,
+        }
+        impl Drop for Guard {
+            fn drop(&mut self) {
+                self.handler.inner.live.release(&self.id);
+            }
+        }
+        let guard = Guard {
+            handler: self.clone(),
+            id: live.id.clone(),
+            _permit: permit,
+        };
+        let first = first.map(|t| {
+            Arc::new(v1::StreamResponse {
+                payload: Some(Payload::Task(t)),
+            })
+        });
+        let s = futures::stream::unfold(
+            (Some(rx), first, false, live, guard),
+            |(rx, first, done, live, guard)| async move {
+                if done {
+                    return None;
+                }
+                let mut rx = rx?;
+                if let Some(snapshot) = first {
+                    return Some((snapshot, (Some(rx), None, false, live, guard)));
+                }
+                match rx.recv().await {
+                    Ok(update) => {
+                        let end = is_final(&update);
+                        let rx = if end { None } else { Some(rx) };
+                        Some((update, (rx, None, end, live, guard)))
+                    }
+                    Err(RecvError::Lagged(_)) => {
+                        // Too slow: resynchronise with a fresh snapshot.
+                        let task = live.state.lock().await.task.clone();
+                        let snap = Arc::new(v1::StreamResponse {
+                            payload: Some(Payload::Task(task)),
+                        });
+                        let end = is_final(&snap);
+                        Some((
+                            snap,
+                            (if end { None } else { Some(rx) }, None, end, live, guard),
+                        ))
+                    }
+                    Err(RecvError::Closed) => None,
+                }
+            },
+        );
+        Box::pin(s)
+    }
+
+    /// SubscribeToTask: the current task first, then its events.
+    pub(super) async fn subscribe(
+        &self,
+        cx: &CallContext,
+        id: &str,
+    ) -> Result<EventStream, A2aError> {
+        let permit = self.stream_permit(cx)?;
+        let scope = self.scope(&cx.caller);
+        let attached = self
+            .inner
+            .live
+            .attach(&scope, id, &self.inner.store, true)
+            .await?;
+        let mut lease = self.inner.live.lease(attached);
+        let live = lease.live.clone();
+        let snapshot = {
+            let st = live.state.lock().await;
+            (st.created).then(|| st.task.clone())
+        };
+        let Some(snapshot) = snapshot else {
+            return Err(A2aError::task_not_found(id));
+        };
+        let state = snapshot
+            .status
+            .as_ref()
+            .map_or(v1::TaskState::Unspecified, |s| s.state());
+        if state.is_terminal() {
+            return Err(A2aError::new(
+                ErrorCode::UnsupportedOperation,
+                format!(
+                    "task {id} is {}; there is nothing to subscribe to",
+                    state.as_str_name()
+                ),
+            ));
+        }
+        let Some(rx) = lease.take_rx() else {
+            return Err(A2aError::internal("subscription was not created"));
+        };
+        Ok(self.event_stream(live, rx, Some(snapshot), Some(permit)))
+    }
+}
+
+pub(super) fn is_final(update: &v1::StreamResponse) -> bool {
+    match &update.payload {
+        Some(Payload::Message(_)) => true,
+        Some(Payload::StatusUpdate(u)) => {
+            let s = u
+                .status
+                .as_ref()
+                .map_or(v1::TaskState::Unspecified, |s| s.state());
+            s.is_terminal() || s.is_interrupted()
+        }
+        Some(Payload::Task(t)) => {
+            let s = t
+                .status
+                .as_ref()
+                .map_or(v1::TaskState::Unspecified, |s| s.state());
+            s.is_terminal()
+        }
+        _ => false,
+    }
+}
