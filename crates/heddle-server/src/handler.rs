@@ -774,8 +774,13 @@ impl RequestHandler {
                         "the agent stopped without finishing the task".to_owned()
                     });
                     let msg = events.agent_message(vec![v1::Part::text(reason)]);
-                    if let Err(e) = events
-                        .apply_status(&mut st, v1::TaskState::Failed, Some(msg))
+                    if let Err(e) = live
+                        .apply_status(
+                            &mut st,
+                            events.context_id(),
+                            v1::TaskState::Failed,
+                            Some(msg),
+                        )
                         .await
                     {
                         tracing::error!(task = %live.id, error = %e, "could not fail an abandoned task");
@@ -1045,10 +1050,14 @@ impl RequestHandler {
         if !state.is_terminal() {
             let msg =
                 events.agent_message(vec![v1::Part::text("canceled at the caller's request")]);
-            events
-                .apply_status(&mut st, v1::TaskState::Canceled, Some(msg))
-                .await
-                .map_err(|e| A2aError::internal(e.to_string()))?;
+            live.apply_status(
+                &mut st,
+                events.context_id(),
+                v1::TaskState::Canceled,
+                Some(msg),
+            )
+            .await
+            .map_err(|e| A2aError::internal(e.to_string()))?;
         }
         if let Some(abort) = st.abort.take() {
             // The agent had its grace period in `cancel`; stop it for good.
