@@ -760,6 +760,7 @@ mod runs {
 
     contract_runs!(memory, ((), crate::MemoryStore::default()));
 
+    #[cfg(feature = "sqlite")]
     #[allow(clippy::unwrap_used)] // a test should fail loudly
     fn sqlite() -> (tempfile::TempDir, crate::SqliteStore) {
         let dir = tempfile::tempdir().unwrap();
@@ -767,5 +768,6 @@ mod runs {
         (dir, store)
     }
 
+    #[cfg(feature = "sqlite")]
     contract_runs!(sqlite, sqlite());
 }

@@ -12,9 +12,11 @@
 //! * [`MemoryStore`]: in-process, bounded (terminal tasks are evicted by age,
 //!   count and bytes; live ones never are, and a live task that would grow the
 //!   store past its byte limit is refused).
-//! * [`SqliteStore`]: the embedded default. WAL mode, one writer thread that
-//!   groups concurrent saves into one transaction, a small pool of readers.
-//!   Tasks are stored as protobuf bytes beside indexed columns for ListTasks.
+//! * `SqliteStore` (feature `sqlite`, on by default): the embedded default.
+//!   WAL mode, one writer thread that groups concurrent saves into one
+//!   transaction, a small pool of readers. Tasks are stored as protobuf
+//!   bytes beside indexed columns for ListTasks. Without the feature this
+//!   crate compiles no C.
 //! * `contract` (feature `contract`): the behaviour every store must share,
 //!   as public async functions a third-party store runs in its own tests.
 
@@ -23,7 +25,9 @@ pub mod contract;
 mod memory;
 mod page;
 mod push;
+#[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "sqlite")]
 mod sqlite_push;
 
 pub use heddle_api::{
@@ -32,4 +36,5 @@ pub use heddle_api::{
 };
 pub use memory::{DEFAULT_MEMORY_MAX_BYTES, MemoryLimits, MemoryStore};
 pub use page::{PageToken, sort_key};
+#[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteOptions, SqliteStore};
