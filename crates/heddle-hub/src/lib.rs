@@ -29,7 +29,7 @@ use axum::{Json, Router, routing::get};
 use heddle_core::{ProtocolVersion, VersionSet, v1};
 use heddle_server::{
     AgentExecutor, AgentRoutes, Limits, RequestHandler, card_router, lenient_paths,
-    limit::CallerLimits,
+    limit::CallerLimits, push::PushError,
 };
 use heddle_store::TaskStore;
 use serde_json::json;
@@ -417,6 +417,9 @@ impl HubBuilder {
     /// Delivers push notifications with these options: every agent's card
     /// declares `capabilities.pushNotifications`, and the delivery worker
     /// starts with the hub (picking up deliveries a previous process left).
+    /// Configs and deliveries are kept in the hub's store, which must keep
+    /// them (`TaskStore::push_store`; memory and SQLite do), or
+    /// [`try_build`](Self::try_build) fails.
     #[must_use]
     pub fn push(mut self, opts: heddle_server::PushOptions) -> Self {
         self.push = Some(opts);
@@ -451,7 +454,7 @@ impl HubBuilder {
     }
 
     /// [`build`](Self::build), reporting a push notifier that cannot start.
-    pub async fn try_build(self) -> Result<Hub, heddle_server::push::PushError> {
+    pub async fn try_build(self) -> Result<Hub, PushError> {
         let streams = heddle_server::StreamSlots::new(
             self.limits.max_streams,
             self.limits.max_streams_per_caller,
@@ -459,7 +462,10 @@ impl HubBuilder {
         let notifier = self
             .push
             .clone()
-            .map(|opts| heddle_server::PushNotifier::new(self.store.clone(), opts))
+            .map(|opts| {
+                let store = self.store.clone().push_store();
+                heddle_server::PushNotifier::new(store.ok_or(PushError::NoStore)?, opts)
+            })
             .transpose()?;
         let grpc_url = self.grpc_url.as_deref();
         let agents: Vec<HostedAgent> = self

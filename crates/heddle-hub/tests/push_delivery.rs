@@ -485,3 +485,51 @@ async fn signed_deliveries_verify_against_the_served_jwks() {
         assert!(verify_jwt(&stripped, &b, &jwks, None).is_err());
     }
 }
+
+/// A store that keeps tasks only (the memory store without its push side).
+struct TasksOnly(MemoryStore);
+
+#[async_trait::async_trait]
+impl TaskStore for TasksOnly {
+    async fn load(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+    ) -> Result<Option<v1::Task>, heddle_store::StoreError> {
+        self.0.load(scope, task_id).await
+    }
+
+    async fn save(&self, scope: &Scope, task: &v1::Task) -> Result<(), heddle_store::StoreError> {
+        self.0.save(scope, task).await
+    }
+
+    async fn list(
+        &self,
+        scope: &Scope,
+        query: &heddle_store::ListQuery,
+    ) -> Result<heddle_store::ListPage, heddle_store::StoreError> {
+        self.0.list(scope, query).await
+    }
+
+    async fn fail_interrupted(&self, reason: &str) -> Result<u64, heddle_store::StoreError> {
+        self.0.fail_interrupted(reason).await
+    }
+}
+
+#[tokio::test]
+async fn push_needs_a_store_that_keeps_push_configs() {
+    let store = Arc::new(TasksOnly(MemoryStore::default()));
+    let built = with_demo_agents(Hub::builder("http://test.local", store.clone()))
+        .push(local_policy())
+        .try_build()
+        .await;
+    assert!(matches!(
+        built,
+        Err(heddle_server::push::PushError::NoStore)
+    ));
+    // Without push the same store serves.
+    let hub = with_demo_agents(Hub::builder("http://test.local", store))
+        .try_build()
+        .await;
+    assert!(hub.is_ok());
+}

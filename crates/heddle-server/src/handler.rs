@@ -4,11 +4,7 @@
 use std::{pin::Pin, sync::Arc, time::Duration};
 
 use futures::{Stream, future::BoxFuture};
-use heddle_core::{
-    A2aError, ErrorCode, ProtocolVersion, VersionSet,
-    call::Call,
-    v1::{self},
-};
+use heddle_core::{A2aError, ErrorCode, ProtocolVersion, VersionSet, call::Call, v1};
 use heddle_store::{Scope, StoreError, TaskStore};
 
 mod cancel;

@@ -10,7 +10,11 @@
 //! checked, persisted through the [`heddle_store::TaskStore`] and fanned out
 //! → the binding encodes the [`Reply`] in the caller's version.
 //!
-//! * [`agent`]: the [`AgentExecutor`] trait agents implement.
+//! * [`agent`]: the [`AgentExecutor`] trait agents implement, with
+//!   [`RequestContext`], [`TaskEvents`] and [`Caller`]. They are defined in
+//!   `heddle-api` (so an agent crate need not link this one) and re-exported
+//!   here; the server implements the [`agent::TaskSink`] behind
+//!   `TaskEvents` for each task it runs.
 //! * [`handler`]: the dispatcher and task manager.
 //! * [`lifecycle`]: the task state machine.
 //! * `jsonrpc` (private) and [`server::AgentRoutes`]: the JSON-RPC + SSE

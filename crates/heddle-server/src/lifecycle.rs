@@ -5,15 +5,9 @@
 
 use heddle_core::v1::TaskState;
 
-/// A transition the state machine refuses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("illegal task transition {} -> {}", .from.as_str_name(), .to.as_str_name())]
-pub struct IllegalTransition {
-    /// Current state (`UNSPECIFIED` for a task not yet created).
-    pub from: TaskState,
-    /// Requested state.
-    pub to: TaskState,
-}
+/// A transition the state machine refuses (defined in `heddle-api`, since
+/// an agent sees it in [`crate::EventError`]).
+pub use heddle_api::IllegalTransition;
 
 /// Checks `from -> to`. `from` is `Unspecified` for a task being created.
 pub fn check_transition(from: TaskState, to: TaskState) -> Result<(), IllegalTransition> {

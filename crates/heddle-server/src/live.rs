@@ -148,8 +148,9 @@ impl LiveTask {
     }
 
     /// Persists `task` after a status change, with the deliveries of its
-    /// event in the same store write when it has push configs, then
-    /// broadcasts the event. Nothing is broadcast if the store refuses.
+    /// event in the same store write when it has push configs (and the
+    /// push store is the task store), then broadcasts the event. Nothing is
+    /// broadcast if the store refuses.
     pub async fn save_and_emit(
         &self,
         task: &v1::Task,
@@ -165,7 +166,7 @@ impl LiveTask {
         };
         let items = push.deliveries(&self.scope, task, &event).await;
         self.store
-            .save_with_deliveries(&self.scope, task, items)
+            .save_with_deliveries(&self.scope, task, items, push.store())
             .await?;
         self.broadcast(&event);
         push.recorded(&self.scope, task);

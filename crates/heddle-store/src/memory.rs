@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 // Keys are server-made task ids and agent ids; foldhash (randomly seeded)
 // costs a fraction of SipHash on every save and load.
 use foldhash::HashMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -14,7 +14,7 @@ use heddle_core::v1;
 use prost::Message as _;
 
 use crate::page::{PageToken, status_ms};
-use crate::{ListPage, ListQuery, Scope, StoreError, TaskStore};
+use crate::{ListPage, ListQuery, PushStore, Scope, StoreError, TaskStore};
 
 /// Bounds on what a [`MemoryStore`] keeps. Live (non-terminal) tasks are
 /// never evicted: dropping one would lose work in progress.
@@ -423,21 +423,21 @@ impl TaskStore for MemoryStore {
         self.push.forget(&evicted);
         Ok(failed.len() as u64)
     }
+
+    /// The configs and outbox kept beside the tasks (see `crate::push`).
+    fn push_store(self: Arc<Self>) -> Option<Arc<dyn PushStore>> {
+        Some(self)
+    }
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // a test should fail loudly
 mod tests {
     use super::*;
-    use crate::tests::{contract, task};
+    use crate::contract::task;
 
     fn scope() -> Scope {
         Scope::new("agent", "alice")
-    }
-
-    #[tokio::test]
-    async fn memory_contract() {
-        contract(&MemoryStore::default()).await;
     }
 
     #[tokio::test]

@@ -38,7 +38,7 @@ use tokio::sync::{Semaphore, oneshot};
 
 use crate::memory::{interrupted_status, page_size, was_running};
 use crate::page::{PageToken, status_ms};
-use crate::{ListPage, ListQuery, Scope, StoreError, TaskStore};
+use crate::{ListPage, ListQuery, PushStore, Scope, StoreError, TaskStore};
 
 /// Schema migrations, applied in order; `PRAGMA user_version` records how
 /// many have run. Append only: never edit a migration that has shipped.
@@ -968,14 +968,21 @@ impl TaskStore for SqliteStore {
         Ok(())
     }
 
+    /// One transaction when `outbox` is this store (the server's usual
+    /// set-up, one store in both roles); otherwise save, then record.
     async fn save_with_deliveries(
         &self,
         scope: &Scope,
         task: &v1::Task,
         deliveries: Vec<crate::NewDelivery>,
+        outbox: &dyn PushStore,
     ) -> Result<(), StoreError> {
         if deliveries.is_empty() {
             return self.save(scope, task).await;
+        }
+        if !std::ptr::addr_eq(self, outbox) {
+            self.save(scope, task).await?;
+            return outbox.enqueue_deliveries(deliveries).await;
         }
         let row = task_row(scope, task);
         self.exec(move |tx| {
@@ -1006,25 +1013,24 @@ impl TaskStore for SqliteStore {
         self.write(|reply| WriteOp::FailInterrupted { reason, reply })
             .await
     }
+
+    /// The configs and outbox tables beside `tasks` (`crate::sqlite_push`).
+    fn push_store(self: Arc<Self>) -> Option<Arc<dyn PushStore>> {
+        Some(self)
+    }
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // a test should fail loudly
 mod tests {
     use super::*;
-    use crate::tests::{contract, task};
+    use crate::contract::task;
     use std::sync::atomic::Ordering;
 
     fn temp_store() -> (tempfile::TempDir, SqliteStore) {
         let dir = tempfile::tempdir().unwrap();
         let store = SqliteStore::open_path(dir.path().join("tasks.db")).unwrap();
         (dir, store)
-    }
-
-    #[tokio::test]
-    async fn sqlite_contract() {
-        let (_dir, store) = temp_store();
-        contract(&store).await;
     }
 
     #[tokio::test]
@@ -1126,7 +1132,6 @@ mod tests {
     /// commits wait for it on the writer thread, not on the runtime.
     #[tokio::test]
     async fn a_held_write_lock_does_not_stall_the_runtime() {
-        use crate::PushStore as _;
         let (dir, store) = temp_store();
         let path = dir.path().join("tasks.db");
         const HOLD: Duration = Duration::from_secs(2);

@@ -311,14 +311,6 @@ fn now_ms() -> i64 {
 #[allow(clippy::unwrap_used)] // a test should fail loudly
 mod tests {
     use super::*;
-    use crate::push::tests::push_contract;
-
-    #[tokio::test]
-    async fn sqlite_push_contract() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = SqliteStore::open_path(dir.path().join("tasks.db")).unwrap();
-        push_contract(&store).await;
-    }
 
     #[tokio::test]
     async fn pending_deliveries_survive_a_restart() {

@@ -2,10 +2,7 @@
 
 use std::sync::{Arc, atomic::Ordering};
 
-use heddle_core::{
-    A2aError, ErrorCode, ProtocolVersion,
-    v1::{self},
-};
+use heddle_core::{A2aError, ErrorCode, ProtocolVersion, v1};
 
 use super::{CallContext, RequestHandler};
 use crate::{
@@ -82,10 +79,14 @@ impl RequestHandler {
         if !state.is_terminal() {
             let msg =
                 events.agent_message(vec![v1::Part::text("canceled at the caller's request")]);
-            events
-                .apply_status(&mut st, v1::TaskState::Canceled, Some(msg))
-                .await
-                .map_err(|e| A2aError::internal(e.to_string()))?;
+            live.apply_status(
+                &mut st,
+                events.context_id(),
+                v1::TaskState::Canceled,
+                Some(msg),
+            )
+            .await
+            .map_err(|e| A2aError::internal(e.to_string()))?;
         }
         if let Some(abort) = st.abort.take() {
             // The agent had its grace period in `cancel`; stop it for good.

@@ -1,6 +1,7 @@
 //! The push config operations (Create, Get, List, Delete) and the config a
 //! SendMessage may carry. Every one is scoped to the caller: the task must be
-//! the caller's, and configs live in the same scope.
+//! the caller's, and configs live in the same scope, in the push notifier's
+//! store (without a notifier every one is PushNotificationNotSupported).
 
 use heddle_core::{A2aError, ErrorCode, ProtocolVersion, v1};
 
@@ -49,8 +50,8 @@ impl RequestHandler {
         }
         task_id.clone_into(&mut config.task_id);
         let scope = self.scope(&cx.caller);
-        self.inner
-            .store
+        notifier
+            .store()
             .put_push_config(&scope, &push::record(config.clone(), cx.version))
             .await
             .map_err(store_err)?;
@@ -114,7 +115,7 @@ impl RequestHandler {
     ) -> Result<Reply, A2aError> {
         self.check_task(cx, &r.task_id).await?;
         let scope = self.scope(&cx.caller);
-        let store = &self.inner.store;
+        let store = self.push_notifier()?.store();
         let mut found = store
             .get_push_config(&scope, &r.task_id, &r.id)
             .await
@@ -150,8 +151,8 @@ impl RequestHandler {
     ) -> Result<Reply, A2aError> {
         self.check_task(cx, &r.task_id).await?;
         let all = self
-            .inner
-            .store
+            .push_notifier()?
+            .store()
             .list_push_configs(&self.scope(&cx.caller), &r.task_id)
             .await
             .map_err(store_err)?;
@@ -192,8 +193,8 @@ impl RequestHandler {
         r: v1::DeleteTaskPushNotificationConfigRequest,
     ) -> Result<Reply, A2aError> {
         self.check_task(cx, &r.task_id).await?;
-        self.inner
-            .store
+        self.push_notifier()?
+            .store()
             .delete_push_config(&self.scope(&cx.caller), &r.task_id, &r.id)
             .await
             .map_err(store_err)?;

@@ -1,9 +1,6 @@
 //! Reading: GetTask, ListTasks and the extended Agent Card.
 
-use heddle_core::{
-    A2aError, ErrorCode,
-    v1::{self},
-};
+use heddle_core::{A2aError, ErrorCode, v1};
 use heddle_store::{ListQuery, PageToken};
 
 use super::{CallContext, RequestHandler, store_err, truncate_history};

@@ -8,11 +8,7 @@ use std::{
 };
 
 use futures::FutureExt as _;
-use heddle_core::{
-    A2aError, ErrorCode,
-    v1::{self},
-    wkt::Timestamp,
-};
+use heddle_core::{A2aError, ErrorCode, v1, wkt::Timestamp};
 use heddle_store::Scope;
 
 use super::{CallContext, Reply, RequestHandler, read::with_history, store_err};
@@ -291,8 +287,13 @@ impl RequestHandler {
                         "the agent stopped without finishing the task".to_owned()
                     });
                     let msg = events.agent_message(vec![v1::Part::text(reason)]);
-                    if let Err(e) = events
-                        .apply_status(&mut st, v1::TaskState::Failed, Some(msg))
+                    if let Err(e) = live
+                        .apply_status(
+                            &mut st,
+                            events.context_id(),
+                            v1::TaskState::Failed,
+                            Some(msg),
+                        )
                         .await
                     {
                         tracing::error!(task = %live.id, error = %e, "could not fail an abandoned task");

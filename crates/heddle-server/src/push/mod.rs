@@ -4,8 +4,9 @@
 //!
 //! * A [`PushNotifier`] is shared by every agent of a server. Handlers hand it
 //!   each event of a task that has configs; it records one delivery per
-//!   config in the store's outbox and wakes its worker. A status change and
-//!   its deliveries are one store write (`TaskStore::save_with_deliveries`;
+//!   config in its push store's outbox and wakes its worker. When the push
+//!   store is the task store (the usual set-up), a status change and its
+//!   deliveries are one store write (`TaskStore::save_with_deliveries`;
 //!   SQLite: one transaction), so a crash keeps both or neither; artifact
 //!   and creation events are recorded right after they are applied. Either
 //!   way a delivery is durable before it is attempted.
@@ -37,7 +38,7 @@ use std::{
 };
 
 use heddle_core::{ProtocolVersion, compat::v03, v1};
-use heddle_store::{Delivery, DeliveryOutcome, NewDelivery, PushConfigRecord, Scope, TaskStore};
+use heddle_store::{Delivery, DeliveryOutcome, NewDelivery, PushConfigRecord, PushStore, Scope};
 use tokio::sync::Notify;
 
 pub use policy::{BadCidr, Cidr, PushPolicy, Refused};
@@ -97,6 +98,10 @@ pub enum PushError {
     /// The store failed.
     #[error("push store: {0}")]
     Store(#[from] heddle_store::StoreError),
+    /// Push was asked of a server whose task store keeps no push configs
+    /// (see [`heddle_store::TaskStore::push_store`]).
+    #[error("the task store keeps no push notification configs; push needs a store that does")]
+    NoStore,
 }
 
 /// Why one attempt failed.
@@ -123,7 +128,7 @@ impl std::fmt::Debug for PushNotifier {
 }
 
 struct Inner {
-    store: Arc<dyn TaskStore>,
+    store: Arc<dyn PushStore>,
     opts: PushOptions,
     client: reqwest::Client,
     /// Tasks with at least one config: (agent, owner, task id).
@@ -145,8 +150,11 @@ pub(crate) fn now_ms() -> i64 {
 }
 
 impl PushNotifier {
-    /// A notifier over `store` (the same store the handlers use).
-    pub fn new(store: Arc<dyn TaskStore>, opts: PushOptions) -> Result<Self, PushError> {
+    /// A notifier keeping configs and deliveries in `store`: usually the
+    /// task store the handlers use, in its push role
+    /// ([`heddle_store::TaskStore::push_store`]), so that a status change
+    /// and its deliveries are saved together.
+    pub fn new(store: Arc<dyn PushStore>, opts: PushOptions) -> Result<Self, PushError> {
         let resolver = policy::PolicyResolver {
             policy: Arc::new(opts.policy.clone()),
             hosts: Arc::new(opts.hosts.clone()),
@@ -175,6 +183,12 @@ impl PushNotifier {
     /// The SSRF policy in force.
     pub fn policy(&self) -> &PushPolicy {
         &self.inner.opts.policy
+    }
+
+    /// Where configs and the outbox are kept: the handlers' push config
+    /// operations go here too.
+    pub(crate) fn store(&self) -> &dyn PushStore {
+        self.inner.store.as_ref()
     }
 
     /// Loads the tasks that have configs and starts the delivery worker,

@@ -1,0 +1,259 @@
+//! What a store implements: [`TaskStore`] for tasks and [`PushStore`] for
+//! push configs and the delivery outbox.
+//!
+//! They are separate traits so a store may keep tasks only: a server given
+//! no push store answers the push config operations with
+//! PushNotificationNotSupported. A store that keeps both (memory, SQLite)
+//! says so through [`TaskStore::push_store`], and can then record a status
+//! change and its deliveries in one step.
+//!
+//! Every call takes a [`Scope`] (the agent a task belongs to and the caller
+//! that owns it), so a store cannot be asked for another caller's task by
+//! accident: a task outside the scope is simply not found.
+//! `heddle_store::contract` holds the behaviour every store must share.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use heddle_core::v1;
+
+/// Whose tasks a call may touch.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Scope {
+    /// The hosted agent (the v1.0 `tenant` on a multi-agent server).
+    pub agent: String,
+    /// The authenticated caller that created the task (`""` on an open server).
+    pub owner: String,
+}
+
+impl Scope {
+    /// A scope for `agent` and `owner`.
+    pub fn new(agent: impl Into<String>, owner: impl Into<String>) -> Self {
+        Self {
+            agent: agent.into(),
+            owner: owner.into(),
+        }
+    }
+}
+
+/// ListTasks filters and paging, already validated by the caller.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ListQuery {
+    /// Only tasks of this context.
+    pub context_id: Option<String>,
+    /// Only tasks in this state.
+    pub state: Option<v1::TaskState>,
+    /// Only tasks whose status timestamp is at or after this (ms since epoch).
+    pub status_after_ms: Option<i64>,
+    /// Page size, 1..=100.
+    pub page_size: u32,
+    /// Opaque token from a previous page.
+    pub page_token: Option<String>,
+}
+
+/// One page of ListTasks, newest status first.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ListPage {
+    /// The tasks, full (the caller trims history and artifacts).
+    pub tasks: Vec<v1::Task>,
+    /// Token for the next page; `""` on the last page.
+    pub next_page_token: String,
+    /// Number of tasks matching the filters, over all pages.
+    pub total_size: u32,
+}
+
+/// Store failures.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The page token was not issued by this store.
+    #[error("invalid page token")]
+    InvalidPageToken,
+    /// A stored row could not be decoded.
+    #[error("stored task {0} is corrupt: {1}")]
+    Corrupt(String, String),
+    /// The database failed.
+    #[error("database error: {0}")]
+    Database(String),
+    /// The store is shutting down.
+    #[error("store is closed")]
+    Closed,
+    /// A bounded store has no room for the save, even after evicting every
+    /// task it may evict (heddle-store's `MemoryLimits::max_bytes`).
+    #[error("task store is full: {0}")]
+    Full(String),
+}
+
+/// Task persistence. Implementations must be safe to share across threads.
+#[async_trait]
+pub trait TaskStore: Send + Sync + 'static {
+    /// The task with `task_id` in `scope`, if any.
+    async fn load(&self, scope: &Scope, task_id: &str) -> Result<Option<v1::Task>, StoreError>;
+
+    /// Inserts or replaces the task (keyed by scope.agent and task.id). The
+    /// owner recorded at first save never changes.
+    async fn save(&self, scope: &Scope, task: &v1::Task) -> Result<(), StoreError>;
+
+    /// A page of the scope's tasks, newest status timestamp first (ties by id).
+    async fn list(&self, scope: &Scope, query: &ListQuery) -> Result<ListPage, StoreError>;
+
+    /// At start-up: every task left SUBMITTED or WORKING by a previous process
+    /// becomes FAILED with an agent status message saying `reason`. Returns
+    /// how many were failed.
+    async fn fail_interrupted(&self, reason: &str) -> Result<u64, StoreError>;
+
+    /// Saves `task` and records `deliveries` of the event that changed it in
+    /// `outbox`. The default saves, then records. A store that is itself the
+    /// outbox (the same object) should do both in one step, so a crash keeps
+    /// both or neither (SQLite: one transaction).
+    async fn save_with_deliveries(
+        &self,
+        scope: &Scope,
+        task: &v1::Task,
+        deliveries: Vec<NewDelivery>,
+        outbox: &dyn PushStore,
+    ) -> Result<(), StoreError> {
+        self.save(scope, task).await?;
+        outbox.enqueue_deliveries(deliveries).await
+    }
+
+    /// This store's push storage, when it keeps push configs and the outbox
+    /// beside its tasks (memory and SQLite do: `Some(self)`). A server built
+    /// on one store takes its push store from here; `None` (the default)
+    /// means push notifications need a store of their own.
+    fn push_store(self: Arc<Self>) -> Option<Arc<dyn PushStore>> {
+        None
+    }
+}
+
+/// A push config as stored: the v1.0 config and the protocol version it was
+/// created in (`"1.0"` or `"0.3"`), which decides the body of its deliveries.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PushConfigRecord {
+    /// The config (its `task_id` and `id` are the key).
+    pub config: v1::TaskPushNotificationConfig,
+    /// The protocol version of the call that created it.
+    pub version: String,
+}
+
+/// A delivery to record in the outbox.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewDelivery {
+    /// The delivery id receivers deduplicate on.
+    pub id: String,
+    /// The task's scope.
+    pub scope: Scope,
+    /// The task.
+    pub task_id: String,
+    /// The target config, as it stood when the event happened.
+    pub target: PushConfigRecord,
+    /// The `Content-Type` of the body.
+    pub content_type: String,
+    /// The encoded body.
+    pub body: Vec<u8>,
+}
+
+/// A delivery in the outbox.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Delivery {
+    /// Order of recording, increasing; deliveries of one task and config go
+    /// out in this order.
+    pub seq: i64,
+    /// What was recorded.
+    pub item: NewDelivery,
+    /// Attempts made so far.
+    pub attempts: u32,
+    /// When the next attempt is due (Unix milliseconds).
+    pub next_attempt_ms: i64,
+    /// Why the last attempt failed.
+    pub last_error: String,
+}
+
+impl Delivery {
+    /// The ordering group: deliveries of one task to one config.
+    pub fn group(&self) -> (String, String, String) {
+        (
+            self.item.scope.agent.clone(),
+            self.item.task_id.clone(),
+            self.item.target.config.id.clone(),
+        )
+    }
+}
+
+/// What became of an attempt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeliveryOutcome {
+    /// The receiver answered 2xx: the delivery leaves the outbox.
+    Delivered,
+    /// Try again at `next_attempt_ms`.
+    Retry {
+        /// Attempts made, this one included.
+        attempts: u32,
+        /// When to try again (Unix milliseconds).
+        next_attempt_ms: i64,
+        /// Why this attempt failed.
+        error: String,
+    },
+    /// Give up: the delivery is dead-lettered.
+    Dead {
+        /// Attempts made, this one included.
+        attempts: u32,
+        /// Why the last attempt failed.
+        error: String,
+    },
+}
+
+/// Push configs and the delivery outbox.
+///
+/// Configs are scoped like tasks ([`Scope`]): another caller's config is not
+/// found. The outbox is server-wide: the delivery worker reads it without a
+/// caller. A delivery is recorded before it is attempted, carries its own
+/// copy of the target (URL, token, credentials) and of the body, and moves
+/// through three states: pending (with the time of its next attempt),
+/// delivered (removed) or dead (kept for inspection).
+#[async_trait]
+pub trait PushStore: Send + Sync + 'static {
+    /// Creates or replaces the config `(task_id, id)` in `scope`.
+    async fn put_push_config(
+        &self,
+        scope: &Scope,
+        record: &PushConfigRecord,
+    ) -> Result<(), StoreError>;
+
+    /// One config, if it exists in `scope`.
+    async fn get_push_config(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        id: &str,
+    ) -> Result<Option<PushConfigRecord>, StoreError>;
+
+    /// A task's configs, oldest first.
+    async fn list_push_configs(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+    ) -> Result<Vec<PushConfigRecord>, StoreError>;
+
+    /// Deletes a config; whether it existed.
+    async fn delete_push_config(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        id: &str,
+    ) -> Result<bool, StoreError>;
+
+    /// Every task that has at least one config, with its scope.
+    async fn push_tasks(&self) -> Result<Vec<(Scope, String)>, StoreError>;
+
+    /// Records deliveries in the outbox, due at once, in the given order.
+    async fn enqueue_deliveries(&self, items: Vec<NewDelivery>) -> Result<(), StoreError>;
+
+    /// Pending deliveries, oldest first (at most `limit`).
+    async fn pending_deliveries(&self, limit: usize) -> Result<Vec<Delivery>, StoreError>;
+
+    /// Records an attempt's outcome.
+    async fn finish_delivery(&self, seq: i64, outcome: DeliveryOutcome) -> Result<(), StoreError>;
+
+    /// Dead-lettered deliveries, oldest first (at most `limit`).
+    async fn dead_deliveries(&self, limit: usize) -> Result<Vec<Delivery>, StoreError>;
+}
