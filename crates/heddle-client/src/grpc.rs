@@ -479,26 +479,35 @@ fn json<T: Serialize>(msg: &T) -> String {
 /// idempotent calls retry them; auth codes are their HTTP equivalents, since
 /// A2A has no error for them).
 pub(crate) fn status_error(status: &Status) -> ClientError {
+    // Refused credentials are not A2A errors, whatever the details hold (as
+    // on the HTTP bindings).
+    let message = status.message().to_owned();
+    match status.code() {
+        Code::Unauthenticated => {
+            return ClientError::Http {
+                status: 401,
+                message,
+                retry_after: None,
+            };
+        }
+        Code::PermissionDenied => {
+            return ClientError::Http {
+                status: 403,
+                message,
+                retry_after: None,
+            };
+        }
+        _ => {}
+    }
     if !status.details().is_empty()
         && let Ok(st) = rpc::Status::decode(status.details())
     {
         return ClientError::A2a(A2aError::from_grpc_status(&st));
     }
-    let message = status.message().to_owned();
     match status.code() {
         Code::Unavailable | Code::DeadlineExceeded | Code::Unknown | Code::Cancelled => {
             ClientError::Transport(format!("gRPC {:?}: {message}", status.code()))
         }
-        Code::Unauthenticated => ClientError::Http {
-            status: 401,
-            message,
-            retry_after: None,
-        },
-        Code::PermissionDenied => ClientError::Http {
-            status: 403,
-            message,
-            retry_after: None,
-        },
         Code::ResourceExhausted => ClientError::Http {
             status: 429,
             message,

@@ -26,54 +26,17 @@ mod auth;
 use std::sync::Arc;
 
 use axum::{Json, Router, routing::get};
-use heddle_core::{ProtocolVersion, VersionSet, v1};
+use heddle_core::{VersionSet, v1};
 use heddle_server::{
     AgentExecutor, AgentRoutes, Limits, RequestHandler, card_router, lenient_paths,
-    limit::CallerLimits, push::PushError,
+    limit::CallerLimits,
+    profile::{Endpoints, GrpcEndpoint},
+    push::PushError,
 };
 use heddle_store::TaskStore;
 use serde_json::json;
 
-/// What an agent says about itself; the hub adds the interfaces.
-#[derive(Clone, Debug)]
-pub struct AgentProfile {
-    /// Card name.
-    pub name: String,
-    /// Card description.
-    pub description: String,
-    /// Skills.
-    pub skills: Vec<v1::AgentSkill>,
-    /// Whether the agent streams.
-    pub streaming: bool,
-    /// Input media types.
-    pub input_modes: Vec<String>,
-    /// Output media types.
-    pub output_modes: Vec<String>,
-    /// Extensions the card declares (`capabilities.extensions`); one with
-    /// `required: true` makes every call lacking it ExtensionSupportRequired.
-    pub extensions: Vec<v1::AgentExtension>,
-}
-
-impl AgentProfile {
-    /// A profile with one skill named like the agent.
-    pub fn new(id: &str, name: &str, description: &str, tags: &[&str]) -> Self {
-        Self {
-            name: name.to_owned(),
-            description: description.to_owned(),
-            skills: vec![v1::AgentSkill {
-                id: id.to_owned(),
-                name: name.to_owned(),
-                description: description.to_owned(),
-                tags: tags.iter().map(|t| (*t).to_owned()).collect(),
-                ..Default::default()
-            }],
-            streaming: true,
-            input_modes: vec!["text/plain".into()],
-            output_modes: vec!["text/plain".into()],
-            extensions: Vec::new(),
-        }
-    }
-}
+pub use heddle_server::profile::AgentProfile;
 
 /// One hosted agent.
 #[derive(Clone, Debug)]
@@ -562,25 +525,12 @@ pub fn card_for(public_url: &str, id: &str, p: &AgentProfile, bindings: Bindings
     card_for_endpoints(public_url, None, id, p, bindings, VersionSet::ALL)
 }
 
-/// The gRPC listener's address as v1.0 and v0.3 callers want it: bare
-/// `host:port` (v1.0 suites dial it as is) and `http://host:port` (v0.3
-/// clients parse a URL). A given scheme is kept for v0.3, and `https` for both.
-fn grpc_addresses(url: &str) -> (String, String) {
-    let url = url.trim().trim_end_matches('/');
-    match url.split_once("://") {
-        // Over TLS the scheme must stay: a bare address reads as plaintext.
-        Some(("https", _)) => (url.to_owned(), url.to_owned()),
-        Some((_, bare)) => (bare.to_owned(), url.to_owned()),
-        None => (url.to_owned(), format!("http://{url}")),
-    }
-}
-
 /// The card of an agent hosted at `public_url` (HTTP bindings) and
-/// `grpc_url` (gRPC, when given), listing each enabled binding in order of
-/// preference: JSON-RPC v1.0, HTTP+JSON v1.0, gRPC v1.0, then JSON-RPC v0.3
-/// (same URL as v1.0; the version header tells them apart) and gRPC v0.3.
-/// gRPC interfaces carry the agent id as `tenant`, since one listener serves
-/// every agent. Only the versions in `versions` are listed.
+/// `grpc_url` (gRPC, when given), listing each enabled binding
+/// ([`heddle_server::profile`] orders them). gRPC interfaces carry the
+/// agent id as `tenant`, since one listener serves every agent. Only the
+/// versions in `versions` are listed. A profile that names no provider gets
+/// Heddle as its provider.
 pub fn card_for_endpoints(
     public_url: &str,
     grpc_url: Option<&str>,
@@ -590,65 +540,21 @@ pub fn card_for_endpoints(
     versions: VersionSet,
 ) -> v1::AgentCard {
     let base = Hub::agent_url(public_url, id);
-    let iface = |path: &str, binding: &str, version: &str| v1::AgentInterface {
-        url: format!("{base}{path}"),
-        protocol_binding: binding.into(),
-        tenant: String::new(),
-        protocol_version: version.into(),
+    let at = Endpoints {
+        jsonrpc: bindings.jsonrpc.then(|| format!("{base}/a2a")),
+        rest: bindings.rest.then(|| format!("{base}/rest")),
+        grpc: grpc_url.filter(|_| bindings.grpc).map(|url| GrpcEndpoint {
+            url: url.to_owned(),
+            tenant: id.to_owned(),
+        }),
+        versions,
     };
-    let grpc = grpc_url.filter(|_| bindings.grpc).map(grpc_addresses);
-    let grpc_iface = |url: &str, version: &str| v1::AgentInterface {
-        url: url.to_owned(),
-        protocol_binding: "GRPC".into(),
-        tenant: id.to_owned(),
-        protocol_version: version.into(),
-    };
-    let mut interfaces = Vec::new();
-    if versions.contains(ProtocolVersion::V1_0) {
-        if bindings.jsonrpc {
-            interfaces.push(iface("/a2a", "JSONRPC", "1.0"));
-        }
-        if bindings.rest {
-            interfaces.push(iface("/rest", "HTTP+JSON", "1.0"));
-        }
-        if let Some((bare, _)) = &grpc {
-            interfaces.push(grpc_iface(bare, "1.0"));
-        }
-    }
-    if versions.contains(ProtocolVersion::V0_3) {
-        if bindings.jsonrpc {
-            interfaces.push(iface("/a2a", "JSONRPC", "0.3"));
-        }
-        if bindings.rest {
-            // v0.3 clients append `/v1/message:send` and so on to this URL.
-            interfaces.push(iface("/rest", "HTTP+JSON", "0.3"));
-        }
-        if let Some((_, with_scheme)) = &grpc {
-            interfaces.push(grpc_iface(with_scheme, "0.3"));
-        }
-    }
-    v1::AgentCard {
-        name: p.name.clone(),
-        description: p.description.clone(),
-        supported_interfaces: interfaces,
-        provider: Some(v1::AgentProvider {
+    let mut card = p.card(&at);
+    if card.provider.is_none() {
+        card.provider = Some(v1::AgentProvider {
             url: "https://github.com/heddle-a2a/heddle".into(),
             organization: "Heddle".into(),
-        }),
-        version: env!("CARGO_PKG_VERSION").into(),
-        documentation_url: None,
-        capabilities: Some(v1::AgentCapabilities {
-            streaming: Some(p.streaming),
-            push_notifications: Some(false),
-            extensions: p.extensions.clone(),
-            extended_agent_card: Some(false),
-        }),
-        security_schemes: Default::default(),
-        security_requirements: Vec::new(),
-        default_input_modes: p.input_modes.clone(),
-        default_output_modes: p.output_modes.clone(),
-        skills: p.skills.clone(),
-        signatures: Vec::new(),
-        icon_url: None,
+        });
     }
+    card
 }

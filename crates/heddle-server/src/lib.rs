@@ -57,6 +57,7 @@ pub mod lifecycle;
 pub mod limit;
 pub mod listen;
 mod live;
+pub mod profile;
 pub mod push;
 mod redact;
 mod rest;

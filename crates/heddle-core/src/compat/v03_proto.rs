@@ -558,145 +558,21 @@ fn security_to_json(reqs: &[pb::Security]) -> v03::SecurityRequirements {
         .collect()
 }
 
+/// The v0.3 and v1.0 protos declare security schemes with the same field
+/// numbers (v1.0 only adds fields), so a scheme of one is read as the other
+/// through its wire form, and the JSON conversion is written once, in
+/// [`v03::SecurityScheme`]. A v1.0-only flow (device code) is dropped, as
+/// the JSON downgrade drops it.
+fn transcode<A: prost::Message, B: prost::Message + Default>(a: &A) -> B {
+    B::decode(a.encode_to_vec().as_slice()).unwrap_or_default()
+}
+
 fn scheme_from_json(s: &v03::SecurityScheme) -> pb::SecurityScheme {
-    use pb::{o_auth_flows::Flow, security_scheme::Scheme};
-    use v03::SecurityScheme as J;
-    let scheme = match s {
-        J::ApiKey {
-            location,
-            name,
-            description,
-        } => Scheme::ApiKeySecurityScheme(pb::ApiKeySecurityScheme {
-            description: opt(description),
-            location: location.clone(),
-            name: name.clone(),
-        }),
-        J::Http {
-            scheme,
-            bearer_format,
-            description,
-        } => Scheme::HttpAuthSecurityScheme(pb::HttpAuthSecurityScheme {
-            description: opt(description),
-            scheme: scheme.clone(),
-            bearer_format: opt(bearer_format),
-        }),
-        J::OAuth2 {
-            flows,
-            oauth2_metadata_url,
-            description,
-        } => {
-            let scopes = |f: &v03::OAuthFlow| f.scopes.clone().into_iter().collect();
-            let flow = if let Some(f) = &flows.authorization_code {
-                Some(Flow::AuthorizationCode(pb::AuthorizationCodeOAuthFlow {
-                    authorization_url: opt(&f.authorization_url),
-                    token_url: opt(&f.token_url),
-                    refresh_url: opt(&f.refresh_url),
-                    scopes: scopes(f),
-                }))
-            } else if let Some(f) = &flows.client_credentials {
-                Some(Flow::ClientCredentials(pb::ClientCredentialsOAuthFlow {
-                    token_url: opt(&f.token_url),
-                    refresh_url: opt(&f.refresh_url),
-                    scopes: scopes(f),
-                }))
-            } else if let Some(f) = &flows.implicit {
-                Some(Flow::Implicit(pb::ImplicitOAuthFlow {
-                    authorization_url: opt(&f.authorization_url),
-                    refresh_url: opt(&f.refresh_url),
-                    scopes: scopes(f),
-                }))
-            } else {
-                flows.password.as_ref().map(|f| {
-                    Flow::Password(pb::PasswordOAuthFlow {
-                        token_url: opt(&f.token_url),
-                        refresh_url: opt(&f.refresh_url),
-                        scopes: scopes(f),
-                    })
-                })
-            };
-            Scheme::Oauth2SecurityScheme(pb::OAuth2SecurityScheme {
-                description: opt(description),
-                flows: Some(pb::OAuthFlows { flow }),
-                oauth2_metadata_url: opt(oauth2_metadata_url),
-            })
-        }
-        J::OpenIdConnect {
-            open_id_connect_url,
-            description,
-        } => Scheme::OpenIdConnectSecurityScheme(pb::OpenIdConnectSecurityScheme {
-            description: opt(description),
-            open_id_connect_url: open_id_connect_url.clone(),
-        }),
-        J::MutualTls { description } => Scheme::MtlsSecurityScheme(pb::MutualTlsSecurityScheme {
-            description: opt(description),
-        }),
-    };
-    pb::SecurityScheme {
-        scheme: Some(scheme),
-    }
+    transcode(&s.to_v1())
 }
 
 fn scheme_to_json(s: &pb::SecurityScheme) -> Option<v03::SecurityScheme> {
-    use pb::{o_auth_flows::Flow, security_scheme::Scheme};
-    use v03::SecurityScheme as J;
-    let flow = |auth: &str,
-                token: &str,
-                refresh: &str,
-                scopes: &std::collections::HashMap<String, String>| v03::OAuthFlow {
-        authorization_url: non_empty(auth),
-        token_url: non_empty(token),
-        refresh_url: non_empty(refresh),
-        scopes: scopes.clone().into_iter().collect(),
-    };
-    Some(match s.scheme.as_ref()? {
-        Scheme::ApiKeySecurityScheme(k) => J::ApiKey {
-            location: k.location.clone(),
-            name: k.name.clone(),
-            description: non_empty(&k.description),
-        },
-        Scheme::HttpAuthSecurityScheme(h) => J::Http {
-            scheme: h.scheme.clone(),
-            bearer_format: non_empty(&h.bearer_format),
-            description: non_empty(&h.description),
-        },
-        Scheme::Oauth2SecurityScheme(o) => {
-            let mut flows = v03::OAuthFlows::default();
-            match o.flows.as_ref().and_then(|f| f.flow.as_ref()) {
-                Some(Flow::AuthorizationCode(f)) => {
-                    flows.authorization_code = Some(flow(
-                        &f.authorization_url,
-                        &f.token_url,
-                        &f.refresh_url,
-                        &f.scopes,
-                    ));
-                }
-                Some(Flow::ClientCredentials(f)) => {
-                    flows.client_credentials =
-                        Some(flow("", &f.token_url, &f.refresh_url, &f.scopes));
-                }
-                Some(Flow::Implicit(f)) => {
-                    flows.implicit =
-                        Some(flow(&f.authorization_url, "", &f.refresh_url, &f.scopes));
-                }
-                Some(Flow::Password(f)) => {
-                    flows.password = Some(flow("", &f.token_url, &f.refresh_url, &f.scopes));
-                }
-                None => {}
-            }
-            J::OAuth2 {
-                flows,
-                oauth2_metadata_url: non_empty(&o.oauth2_metadata_url),
-                description: non_empty(&o.description),
-            }
-        }
-        Scheme::OpenIdConnectSecurityScheme(o) => J::OpenIdConnect {
-            open_id_connect_url: o.open_id_connect_url.clone(),
-            description: non_empty(&o.description),
-        },
-        Scheme::MtlsSecurityScheme(m) => J::MutualTls {
-            description: non_empty(&m.description),
-        },
-    })
+    v03::SecurityScheme::from_v1(&transcode::<_, v1::SecurityScheme>(s))
 }
 
 fn card_from_json(c: &v03::AgentCard) -> pb::AgentCard {

@@ -29,19 +29,7 @@ impl RequestHandler {
         let Some(mut message) = req.message else {
             return Err(A2aError::invalid_field("message", "is required"));
         };
-        if message.parts.len() > self.inner.limits.max_parts {
-            return Err(A2aError::invalid_field(
-                "message.parts",
-                format!(
-                    "{} parts; this server accepts at most {}",
-                    message.parts.len(),
-                    self.inner.limits.max_parts
-                ),
-            ));
-        }
-        if message.role() != v1::Role::User {
-            return Err(A2aError::invalid_field("message.role", "must be ROLE_USER"));
-        }
+        self.check_message(&message)?;
         let config = req.configuration.clone().unwrap_or_default();
         let permit = if stream {
             Some(self.stream_permit(&cx)?)
@@ -103,12 +91,11 @@ impl RequestHandler {
             }
             st.settled_gen
         };
-        let context_id = message.context_id.clone();
         // Boxed here, not in `spawn_execution`: a by-value argument would be
         // kept twice in that future's state and copied with it.
         let ctx = Box::new(RequestContext {
             task_id: live.id.clone(),
-            context_id: context_id.clone(),
+            context_id: message.context_id.clone(),
             message,
             task: prior.map(Box::new),
             caller: cx.caller.clone(),
@@ -132,6 +119,24 @@ impl RequestHandler {
         drop(lease);
         self.wait_for_answer(live, start_gen, config.history_length)
             .await
+    }
+
+    /// What a sent message must be: at most `max_parts` parts, from the user.
+    fn check_message(&self, message: &v1::Message) -> Result<(), A2aError> {
+        let max = self.inner.limits.max_parts;
+        if message.parts.len() > max {
+            return Err(A2aError::invalid_field(
+                "message.parts",
+                format!(
+                    "{} parts; this server accepts at most {max}",
+                    message.parts.len()
+                ),
+            ));
+        }
+        if message.role() != v1::Role::User {
+            return Err(A2aError::invalid_field("message.role", "must be ROLE_USER"));
+        }
+        Ok(())
     }
 
     /// A new task, provisional until the agent's first event.
