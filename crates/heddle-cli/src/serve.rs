@@ -4,9 +4,10 @@ use std::{net::SocketAddr, path::PathBuf, sync::Arc};
 
 use anyhow::{Context, bail};
 use clap::Args;
+use heddle_client::heddle_signing::CardSigner;
 use heddle_core::VersionSet;
 use heddle_hub::{
-    Bindings, Hub,
+    Bindings, Hub, HubBuilder,
     agents::{ConformanceCard, DemoOptions, WriterStream, with_demo_agents_configured},
 };
 use heddle_store::{MemoryStore, SqliteStore, TaskStore};
@@ -135,13 +136,7 @@ fn open_sqlite(path: PathBuf) -> anyhow::Result<(Arc<dyn TaskStore>, String)> {
 
 /// Runs the server until Ctrl-C or SIGTERM.
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("HEDDLE_LOG")
-                .unwrap_or_else(|_| "heddle=info,warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    init_tracing();
     let bindings = bindings(&args.bindings)?;
     let tls = args.security.tls()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
@@ -192,23 +187,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         });
     }
     // A card that cannot be signed stops the start, rather than be served unsigned.
-    let sign_failures = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sign_failures = SignFailures::default();
     if let Some(signer) = signer.clone() {
-        // The card-signing key is published with the hub's JWKS (the `jku`).
-        if let Some(keys) = signer
-            .jwks()
-            .and_then(|j| j.get("keys").and_then(|k| k.as_array()).cloned())
-        {
-            builder = builder.publish_keys(keys);
-        }
-        let failures = sign_failures.clone();
-        builder = builder.card_hook(Arc::new(move |id, card| {
-            if let Err(e) = signer.sign(card)
-                && let Ok(mut f) = failures.lock()
-            {
-                f.push(format!("{id}: {e}"));
-            }
-        }));
+        builder = signing(builder, signer, sign_failures.clone());
     }
     let auth_on = auth.is_some();
     let mut auth_lines = Vec::new();
@@ -252,43 +233,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         &args.cors_origins,
     )?;
 
-    println!(
-        "Heddle is serving {} agents at {public_url} (store: {store_name}{})",
-        hub.agents().len(),
-        if auth_on {
-            "; authentication required"
-        } else {
-            ""
-        }
-    );
-    for a in hub.agents() {
-        println!(
-            "  {:<14} {}/.well-known/agent-card.json",
-            a.id,
-            Hub::agent_url(&public_url, &a.id)
-        );
-    }
-    println!(
-        "  default card   {public_url}/.well-known/agent-card.json ({})",
-        args.default_agent
-    );
+    print_banner(&hub, &public_url, &store_name, auth_on, &args.default_agent);
     for line in &auth_lines {
         println!("{line}");
     }
     if let Some(s) = &signer {
-        println!(
-            "  cards signed   {} kid {}{}",
-            s.key().alg(),
-            s.key().kid(),
-            if s.jwks().is_some() {
-                format!(
-                    ", public key at {public_url}{}",
-                    crate::serve_tls::JWKS_PATH
-                )
-            } else {
-                String::new()
-            }
-        );
+        print_signer(s, &public_url);
     }
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
@@ -362,4 +312,77 @@ async fn shutdown() {
         () = ctrl_c => {}
         () = term => {}
     }
+}
+
+/// Logs go to stderr, filtered by `HEDDLE_LOG` (default: Heddle's at info).
+fn init_tracing() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("HEDDLE_LOG")
+                .unwrap_or_else(|_| "heddle=info,warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// The agents whose cards could not be signed, with why.
+type SignFailures = Arc<std::sync::Mutex<Vec<String>>>;
+
+/// Every card signed by `signer` as it is built (a failure is kept in
+/// `failures`), and the signing key published with the hub's JWKS (the
+/// `jku`).
+fn signing(mut builder: HubBuilder, signer: Arc<CardSigner>, failures: SignFailures) -> HubBuilder {
+    if let Some(keys) = signer
+        .jwks()
+        .and_then(|j| j.get("keys").and_then(|k| k.as_array()).cloned())
+    {
+        builder = builder.publish_keys(keys);
+    }
+    builder.card_hook(Arc::new(move |id, card| {
+        if let Err(e) = signer.sign(card)
+            && let Ok(mut f) = failures.lock()
+        {
+            f.push(format!("{id}: {e}"));
+        }
+    }))
+}
+
+/// What is served where, for the operator.
+fn print_banner(hub: &Hub, public_url: &str, store_name: &str, auth_on: bool, default_agent: &str) {
+    println!(
+        "Heddle is serving {} agents at {public_url} (store: {store_name}{})",
+        hub.agents().len(),
+        if auth_on {
+            "; authentication required"
+        } else {
+            ""
+        }
+    );
+    for a in hub.agents() {
+        println!(
+            "  {:<14} {}/.well-known/agent-card.json",
+            a.id,
+            Hub::agent_url(&public_url, &a.id)
+        );
+    }
+    println!(
+        "  default card   {public_url}/.well-known/agent-card.json ({})",
+        default_agent
+    );
+}
+
+fn print_signer(s: &CardSigner, public_url: &str) {
+    println!(
+        "  cards signed   {} kid {}{}",
+        s.key().alg(),
+        s.key().kid(),
+        if s.jwks().is_some() {
+            format!(
+                ", public key at {public_url}{}",
+                crate::serve_tls::JWKS_PATH
+            )
+        } else {
+            String::new()
+        }
+    );
 }
