@@ -1,4 +1,5 @@
-//! The commands that talk to an agent: `send`, `chat`, `task …`, `card get`.
+//! The commands that talk to an agent: `send`, `chat`, `task …` (push
+//! configs in [`crate::push_config`]), `card get`.
 //! Human output by default, with live progress; `-o json` prints one JSON
 //! object (or JSON Lines for streams). Exit codes: 0 success, 1 the task
 //! failed / was canceled / rejected, 2 usage or transport error.
@@ -154,9 +155,19 @@ pub struct SendArgs {
     /// The conversation to send in.
     #[arg(long)]
     pub context_id: Option<String>,
-    /// Stream the task's events as they happen.
+    /// Stream the task's events as they happen (polled, for an agent whose
+    /// card says it does not stream).
     #[arg(long)]
     pub stream: bool,
+    /// If the agent answers before the task is done, follow it (streaming,
+    /// or polling an agent that does not stream) until it ends or needs
+    /// input, and print the task then.
+    #[arg(long, conflicts_with = "stream")]
+    pub wait: bool,
+    /// Ask the agent to answer at once with the task as it stands, without
+    /// waiting for it to finish (with `--wait`, then follow it here).
+    #[arg(long, conflicts_with = "stream")]
+    pub return_immediately: bool,
     /// The message id (default: a fresh UUID).
     #[arg(long)]
     pub message_id: Option<String>,
@@ -242,6 +253,14 @@ fn print_task(t: &v1::Task) {
             println!("agent: {text}");
         }
     }
+    print_artifacts(t);
+    if s == v1::TaskState::InputRequired {
+        println!("(the agent needs input: reply with --task-id {})", t.id);
+    }
+}
+
+/// Prints a task's artifacts for people.
+fn print_artifacts(t: &v1::Task) {
     for a in &t.artifacts {
         let name = if a.name.is_empty() {
             a.artifact_id.as_str()
@@ -261,12 +280,9 @@ fn print_task(t: &v1::Task) {
             }
         }
     }
-    if s == v1::TaskState::InputRequired {
-        println!("(the agent needs input: reply with --task-id {})", t.id);
-    }
 }
 
-fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
+pub(crate) fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string(v)?);
     Ok(())
 }
@@ -316,6 +332,12 @@ pub async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
     }
     let req = v1::SendMessageRequest {
         message: Some(msg),
+        configuration: args
+            .return_immediately
+            .then(|| v1::SendMessageConfiguration {
+                return_immediately: true,
+                ..Default::default()
+            }),
         ..Default::default()
     };
     if args.stream {
@@ -323,7 +345,12 @@ pub async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
         return follow(events, args.conn.output).await;
     }
     let spinner = Spinner::start("waiting for the agent", args.conn.output == Output::Human);
-    let reply = client.send(req).await?;
+    let mut reply = client.send(req).await?;
+    if args.wait
+        && let SendReply::Task(t) = reply
+    {
+        reply = SendReply::Task(client.wait(t).await?);
+    }
     drop(spinner);
     match reply {
         SendReply::Task(t) => {
@@ -347,10 +374,13 @@ pub async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
 
 /// Prints a stream as it arrives: states and artifact text for people, JSON
 /// Lines otherwise. A stream cut before the task ends is a transport error.
+/// Artifacts that arrived only in task snapshots (a resubscribe, or an
+/// agent that is polled because it does not stream) are printed at the end.
 async fn follow(mut events: EventStream, output: Output) -> anyhow::Result<ExitCode> {
     let mut acc = TaskAccumulator::default();
     let mut last_state = None;
     let mut open_artifact: Option<String> = None;
+    let mut artifact_streamed = false;
     while let Some(ev) = events.next().await {
         let ev = ev?;
         acc.apply(&ev);
@@ -359,7 +389,14 @@ async fn follow(mut events: EventStream, output: Output) -> anyhow::Result<ExitC
             continue;
         }
         match &ev.payload {
-            Some(Payload::Task(t)) => println!("task {} ({})", t.id, short_state(state_of(t))),
+            Some(Payload::Task(t)) => {
+                // Polled snapshots repeat the task: say it again only when its state moved.
+                let s = state_of(t);
+                if last_state != Some(s) {
+                    println!("task {} ({})", t.id, short_state(s));
+                    last_state = Some(s);
+                }
+            }
             Some(Payload::Message(m)) => println!("agent: {}", m.text()),
             Some(Payload::StatusUpdate(u)) => {
                 let s = u
@@ -384,6 +421,7 @@ async fn follow(mut events: EventStream, output: Output) -> anyhow::Result<ExitC
                 }
             }
             Some(Payload::ArtifactUpdate(u)) => {
+                artifact_streamed = true;
                 if let Some(a) = &u.artifact {
                     if open_artifact.as_deref() != Some(a.artifact_id.as_str()) {
                         if open_artifact.is_some() {
@@ -414,6 +452,12 @@ async fn follow(mut events: EventStream, output: Output) -> anyhow::Result<ExitC
     }
     if open_artifact.is_some() {
         println!();
+    }
+    if output == Output::Human
+        && !artifact_streamed
+        && let Some(t) = &acc.task
+    {
+        print_artifacts(t);
     }
     let state = acc.state();
     let ended =
@@ -470,7 +514,8 @@ pub enum TaskCommand {
         #[command(flatten)]
         conn: Connection,
     },
-    /// Follow a running task's events.
+    /// Follow a running task's events (polled, for an agent whose card says
+    /// it does not stream).
     Subscribe {
         /// The agent URL.
         url: String,
@@ -479,6 +524,9 @@ pub enum TaskCommand {
         #[command(flatten)]
         conn: Connection,
     },
+    /// Manage the webhooks a task's updates are posted to.
+    #[command(subcommand, name = "push-config")]
+    PushConfig(crate::push_config::PushConfigCommand),
 }
 
 fn parse_state(s: &str) -> anyhow::Result<v1::TaskState> {
@@ -578,6 +626,7 @@ pub async fn task(cmd: TaskCommand) -> anyhow::Result<ExitCode> {
             let events = conn.client(&url).await?.subscribe(&id).await?;
             follow(events, conn.output).await
         }
+        TaskCommand::PushConfig(cmd) => crate::push_config::run(cmd).await,
     }
 }
 
