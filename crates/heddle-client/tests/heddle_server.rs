@@ -330,6 +330,20 @@ async fn every_task_operation_answers_on_every_wire() {
             acc.apply(&ev.expect("event"));
         }
         assert_eq!(acc.state(), Some(v1::TaskState::Completed), "{label}");
+        if binding == Binding::JsonRpc {
+            // The wire log reads as the request went: its line, then its body.
+            let lines = wire.0.lock().map(|l| l.clone()).unwrap_or_default();
+            let body = lines
+                .iter()
+                .position(|l| {
+                    l.contains("\"SendStreamingMessage\"") || l.contains("\"message/stream\"")
+                })
+                .expect("the stream request is logged");
+            assert!(
+                body > 0 && lines[body - 1].starts_with("> POST "),
+                "{label}: {lines:?}"
+            );
+        }
     }
 }
 

@@ -76,11 +76,13 @@ impl JsonRpc {
         parse: fn(&str) -> Result<v1::StreamResponse, ClientError>,
     ) -> Result<EventStream, ClientError> {
         let body = self.envelope(method, params)?;
-        self.core.log(|| format!("> {body}"));
-        let resp = self
+        let req = self
             .core
             .request(reqwest::Method::POST, &self.core.url)
-            .await?
+            .await?;
+        // After the request line, which `request` logs.
+        self.core.log(|| format!("> {body}"));
+        let resp = req
             .header("content-type", "application/json")
             .header("accept", "text/event-stream")
             .body(body.to_string())

@@ -99,13 +99,25 @@ impl Transport for RestV03 {
         &self,
         req: v1::TaskPushNotificationConfig,
     ) -> Call<'_, v1::TaskPushNotificationConfig> {
-        // `CreateTaskPushNotificationConfigRequest` as ProtoJSON: the form
-        // the SDKs read, whose `config` is the specification tab's body.
+        // Servers read one of three body forms (WIRE-NOTES §5): the whole
+        // `CreateTaskPushNotificationConfigRequest` (`{parent, configId,
+        // config}`, the Python SDK; its `config` is the specification tab's
+        // body), or the config itself (`{name, pushNotificationConfig}`, the
+        // proto's `body: "config"`, the JS SDK). One body carries both: each
+        // reader ignores the other's fields.
         Box::pin(async move {
+            let named = v03_named_from_v1(&req);
             let mut body = json!({
                 "parent": conv::task_name(&req.task_id),
-                "config": to_value(&v03_named_from_v1(&req))?,
+                "config": to_value(&named)?,
+                "pushNotificationConfig": to_value(&named.push_notification_config)?,
             });
+            // A config the server will name is filed under its task.
+            body["name"] = if named.name.is_empty() {
+                json!(conv::task_name(&req.task_id))
+            } else {
+                json!(named.name)
+            };
             if !req.id.is_empty() {
                 body["configId"] = json!(req.id);
             }
