@@ -378,86 +378,18 @@ pub async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
 /// agent that is polled because it does not stream) are printed at the end.
 async fn follow(mut events: EventStream, output: Output) -> anyhow::Result<ExitCode> {
     let mut acc = TaskAccumulator::default();
-    let mut last_state = None;
-    let mut open_artifact: Option<String> = None;
-    let mut artifact_streamed = false;
+    let mut shown = Progress::default();
     while let Some(ev) = events.next().await {
         let ev = ev?;
         acc.apply(&ev);
         if output == Output::Json {
             print_json(&ev)?;
-            continue;
-        }
-        match &ev.payload {
-            Some(Payload::Task(t)) => {
-                // Polled snapshots repeat the task: say it again only when its state moved.
-                let s = state_of(t);
-                if last_state != Some(s) {
-                    println!("task {} ({})", t.id, short_state(s));
-                    last_state = Some(s);
-                }
-            }
-            Some(Payload::Message(m)) => println!("agent: {}", m.text()),
-            Some(Payload::StatusUpdate(u)) => {
-                let s = u
-                    .status
-                    .as_ref()
-                    .map_or(v1::TaskState::Unspecified, |s| s.state());
-                if open_artifact.take().is_some() {
-                    println!();
-                }
-                if last_state != Some(s) {
-                    println!("→ {}", short_state(s));
-                    last_state = Some(s);
-                }
-                if let Some(text) = u
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.message.as_ref())
-                    .map(v1::Message::text)
-                    .filter(|t| !t.is_empty())
-                {
-                    println!("agent: {text}");
-                }
-            }
-            Some(Payload::ArtifactUpdate(u)) => {
-                artifact_streamed = true;
-                if let Some(a) = &u.artifact {
-                    if open_artifact.as_deref() != Some(a.artifact_id.as_str()) {
-                        if open_artifact.is_some() {
-                            println!();
-                        }
-                        let name = if a.name.is_empty() {
-                            a.artifact_id.as_str()
-                        } else {
-                            a.name.as_str()
-                        };
-                        println!("--- artifact {name}");
-                        open_artifact = Some(a.artifact_id.clone());
-                    }
-                    for p in &a.parts {
-                        if let Some(t) = p.as_text() {
-                            print!("{t}");
-                        }
-                    }
-                    let _ = std::io::stdout().flush();
-                    if u.last_chunk {
-                        println!();
-                        open_artifact = None;
-                    }
-                }
-            }
-            None => {}
+        } else {
+            shown.print(&ev);
         }
     }
-    if open_artifact.is_some() {
-        println!();
-    }
-    if output == Output::Human
-        && !artifact_streamed
-        && let Some(t) = &acc.task
-    {
-        print_artifacts(t);
+    if output == Output::Human {
+        shown.finish(acc.task.as_ref());
     }
     let state = acc.state();
     let ended =
@@ -469,6 +401,100 @@ async fn follow(mut events: EventStream, output: Output) -> anyhow::Result<ExitC
         );
     }
     Ok(exit_for(state))
+}
+
+/// What [`follow`] has shown people so far.
+#[derive(Default)]
+struct Progress {
+    last_state: Option<v1::TaskState>,
+    /// The artifact whose chunks are being printed.
+    open_artifact: Option<String>,
+    /// Whether any artifact arrived as chunks (else the task's are printed at the end).
+    artifact_streamed: bool,
+}
+
+impl Progress {
+    fn print(&mut self, ev: &v1::StreamResponse) {
+        match &ev.payload {
+            Some(Payload::Task(t)) => {
+                // Polled snapshots repeat the task: say it again only when its state moved.
+                let s = state_of(t);
+                if self.last_state != Some(s) {
+                    println!("task {} ({})", t.id, short_state(s));
+                    self.last_state = Some(s);
+                }
+            }
+            Some(Payload::Message(m)) => println!("agent: {}", m.text()),
+            Some(Payload::StatusUpdate(u)) => self.status(u),
+            Some(Payload::ArtifactUpdate(u)) => self.artifact(u),
+            None => {}
+        }
+    }
+
+    fn status(&mut self, u: &v1::TaskStatusUpdateEvent) {
+        let s = u
+            .status
+            .as_ref()
+            .map_or(v1::TaskState::Unspecified, |s| s.state());
+        if self.open_artifact.take().is_some() {
+            println!();
+        }
+        if self.last_state != Some(s) {
+            println!("→ {}", short_state(s));
+            self.last_state = Some(s);
+        }
+        if let Some(text) = u
+            .status
+            .as_ref()
+            .and_then(|s| s.message.as_ref())
+            .map(v1::Message::text)
+            .filter(|t| !t.is_empty())
+        {
+            println!("agent: {text}");
+        }
+    }
+
+    fn artifact(&mut self, u: &v1::TaskArtifactUpdateEvent) {
+        self.artifact_streamed = true;
+        let Some(a) = &u.artifact else {
+            return;
+        };
+        if self.open_artifact.as_deref() != Some(a.artifact_id.as_str()) {
+            if self.open_artifact.is_some() {
+                println!();
+            }
+            let name = if a.name.is_empty() {
+                a.artifact_id.as_str()
+            } else {
+                a.name.as_str()
+            };
+            println!("--- artifact {name}");
+            self.open_artifact = Some(a.artifact_id.clone());
+        }
+        for p in &a.parts {
+            if let Some(t) = p.as_text() {
+                print!("{t}");
+            }
+        }
+        let _ = std::io::stdout().flush();
+        if u.last_chunk {
+            println!();
+            self.open_artifact = None;
+        }
+    }
+
+    /// Ends an open artifact's line; prints the task's artifacts when none
+    /// arrived as chunks (a resubscribe's snapshot, or a polled agent).
+    fn finish(&mut self, task: Option<&v1::Task>) {
+        if self.open_artifact.is_some() {
+            println!();
+        }
+        if !self.artifact_streamed
+            && let Some(t) = task
+        {
+            print_artifacts(t);
+        }
+    }
 }
 
 /// `heddle task …`.
@@ -540,6 +566,35 @@ fn parse_state(s: &str) -> anyhow::Result<v1::TaskState> {
         .with_context(|| format!("--state {s:?} is not a task state"))
 }
 
+/// A page of ListTasks for people: one line per task, then the count.
+fn print_task_page(page: &v1::ListTasksResponse) {
+    for t in &page.tasks {
+        let when = t
+            .status
+            .as_ref()
+            .and_then(|s| s.timestamp)
+            .map(|t| t.to_string())
+            .unwrap_or_default();
+        println!(
+            "{}  {:<15} {}  context {}",
+            t.id,
+            short_state(state_of(t)),
+            when,
+            t.context_id
+        );
+    }
+    println!(
+        "({} of {} tasks{})",
+        page.tasks.len(),
+        page.total_size,
+        if page.next_page_token.is_empty() {
+            String::new()
+        } else {
+            format!("; next page: --page-token {}", page.next_page_token)
+        }
+    );
+}
+
 /// Runs a `task` command.
 pub async fn task(cmd: TaskCommand) -> anyhow::Result<ExitCode> {
     match cmd {
@@ -584,31 +639,7 @@ pub async fn task(cmd: TaskCommand) -> anyhow::Result<ExitCode> {
             if conn.output == Output::Json {
                 print_json(&page)?;
             } else {
-                for t in &page.tasks {
-                    let when = t
-                        .status
-                        .as_ref()
-                        .and_then(|s| s.timestamp)
-                        .map(|t| t.to_string())
-                        .unwrap_or_default();
-                    println!(
-                        "{}  {:<15} {}  context {}",
-                        t.id,
-                        short_state(state_of(t)),
-                        when,
-                        t.context_id
-                    );
-                }
-                println!(
-                    "({} of {} tasks{})",
-                    page.tasks.len(),
-                    page.total_size,
-                    if page.next_page_token.is_empty() {
-                        String::new()
-                    } else {
-                        format!("; next page: --page-token {}", page.next_page_token)
-                    }
-                );
+                print_task_page(&page);
             }
             Ok(ExitCode::SUCCESS)
         }
