@@ -20,6 +20,17 @@ Usage: client_check.py CHECK FILE [ARGS...]
       The last task state seen in a JSON Lines stream (or "none").
   list FILE ID...
       FILE holds a ListTasks response whose tasks include every ID.
+  push-config FILE TASK_ID [--id ID] [--url URL] [--token TOKEN] [--auth SCHEME]
+      FILE holds one push notification config of task TASK_ID with a
+      non-empty id (ID when given), and the given url, token and
+      authentication scheme. Prints its id.
+  push-list FILE ID...
+      FILE holds a push config list whose config ids are exactly the IDs.
+      Prints the count.
+  polled FILE TEXT
+      FILE holds JSON Lines of a polled stream: every event is a task
+      snapshot of one task, the last one COMPLETED with one artifact whose
+      text is TEXT. Prints the number of snapshots.
   card FILE GRPC_PORT
       FILE holds `heddle card get -o json`: the card lists JSONRPC and
       HTTP+JSON for 1.0 and 0.3 and GRPC at 127.0.0.1:GRPC_PORT. Prints the
@@ -195,6 +206,49 @@ def cmd_list(path: str, *ids: str) -> None:
     print(len(listed))
 
 
+def cmd_push_config(path: str, task_id: str, *opts: str) -> None:
+    config = load_one(path)
+    check(config.get('taskId') == task_id,
+          f'config of task {config.get("taskId")!r}, want {task_id}')
+    check(config.get('id', '') != '', f'config without an id: {config}')
+    want = {'--id': 'id', '--url': 'url', '--token': 'token'}
+    args = list(opts)
+    while args:
+        opt, value = args.pop(0), args.pop(0)
+        if opt == '--auth':
+            scheme = (config.get('authentication') or {}).get('scheme')
+            check(scheme == value, f'authentication scheme {scheme!r}, want {value!r}')
+        elif opt in want:
+            got = config.get(want[opt], '')
+            check(got == value, f'{want[opt]} {got!r}, want {value!r}')
+        else:
+            raise SystemExit(f'unknown option {opt}')
+    print(config['id'])
+
+
+def cmd_push_list(path: str, *ids: str) -> None:
+    body = load_one(path)
+    got = sorted(c.get('id', '') for c in body.get('configs') or [])
+    check(got == sorted(ids), f'config ids {got}, want {sorted(ids)}')
+    print(len(got))
+
+
+def cmd_polled(path: str, text: str) -> None:
+    events = load_lines(path)
+    check(events, 'no events')
+    kinds = sorted({k for e in events for k in e})
+    check(kinds == ['task'], f'polled events are task snapshots only, got {kinds}')
+    ids = {e['task'].get('id') for e in events}
+    check(len(ids) == 1, f'snapshots of {len(ids)} tasks')
+    last = events[-1]['task']
+    check(state_of(last) == 'TASK_STATE_COMPLETED', f'last state {state_of(last)}')
+    artifacts = last.get('artifacts') or []
+    check(len(artifacts) == 1, f'{len(artifacts)} artifacts, want 1')
+    got = text_of(artifacts[0].get('parts'))
+    check(got == text, f'artifact text {got!r}, want {text!r}')
+    print(len(events))
+
+
 def cmd_wire(path: str, version: str, binding: str) -> None:
     with open(path, encoding='utf-8') as f:
         lines = f.read().splitlines()
@@ -325,6 +379,9 @@ COMMANDS = {
     'first-task-id': cmd_first_task_id,
     'last-state': cmd_last_state,
     'list': cmd_list,
+    'push-config': cmd_push_config,
+    'push-list': cmd_push_list,
+    'polled': cmd_polled,
     'wire': cmd_wire,
 }
 

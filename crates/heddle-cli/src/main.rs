@@ -3,6 +3,7 @@
 mod card;
 mod card_sign;
 mod keys;
+mod push_config;
 mod remote;
 mod serve;
 mod serve_auth;

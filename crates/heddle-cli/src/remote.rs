@@ -1,4 +1,5 @@
-//! The commands that talk to an agent: `send`, `chat`, `task …`, `card get`.
+//! The commands that talk to an agent: `send`, `chat`, `task …` (push
+//! configs in [`crate::push_config`]), `card get`.
 //! Human output by default, with live progress; `-o json` prints one JSON
 //! object (or JSON Lines for streams). Exit codes: 0 success, 1 the task
 //! failed / was canceled / rejected, 2 usage or transport error.
@@ -154,9 +155,19 @@ pub struct SendArgs {
     /// The conversation to send in.
     #[arg(long)]
     pub context_id: Option<String>,
-    /// Stream the task's events as they happen.
+    /// Stream the task's events as they happen (polled, for an agent whose
+    /// card says it does not stream).
     #[arg(long)]
     pub stream: bool,
+    /// If the agent answers before the task is done, follow it (streaming,
+    /// or polling an agent that does not stream) until it ends or needs
+    /// input, and print the task then.
+    #[arg(long, conflicts_with = "stream")]
+    pub wait: bool,
+    /// Ask the agent to answer at once with the task as it stands, without
+    /// waiting for it to finish (with `--wait`, then follow it here).
+    #[arg(long, conflicts_with = "stream")]
+    pub return_immediately: bool,
     /// The message id (default: a fresh UUID).
     #[arg(long)]
     pub message_id: Option<String>,
@@ -242,6 +253,14 @@ fn print_task(t: &v1::Task) {
             println!("agent: {text}");
         }
     }
+    print_artifacts(t);
+    if s == v1::TaskState::InputRequired {
+        println!("(the agent needs input: reply with --task-id {})", t.id);
+    }
+}
+
+/// Prints a task's artifacts for people.
+fn print_artifacts(t: &v1::Task) {
     for a in &t.artifacts {
         let name = if a.name.is_empty() {
             a.artifact_id.as_str()
@@ -261,12 +280,9 @@ fn print_task(t: &v1::Task) {
             }
         }
     }
-    if s == v1::TaskState::InputRequired {
-        println!("(the agent needs input: reply with --task-id {})", t.id);
-    }
 }
 
-fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
+pub(crate) fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string(v)?);
     Ok(())
 }
@@ -316,6 +332,12 @@ pub async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
     }
     let req = v1::SendMessageRequest {
         message: Some(msg),
+        configuration: args
+            .return_immediately
+            .then(|| v1::SendMessageConfiguration {
+                return_immediately: true,
+                ..Default::default()
+            }),
         ..Default::default()
     };
     if args.stream {
@@ -323,7 +345,12 @@ pub async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
         return follow(events, args.conn.output).await;
     }
     let spinner = Spinner::start("waiting for the agent", args.conn.output == Output::Human);
-    let reply = client.send(req).await?;
+    let mut reply = client.send(req).await?;
+    if args.wait
+        && let SendReply::Task(t) = reply
+    {
+        reply = SendReply::Task(client.wait(t).await?);
+    }
     drop(spinner);
     match reply {
         SendReply::Task(t) => {
@@ -347,73 +374,22 @@ pub async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
 
 /// Prints a stream as it arrives: states and artifact text for people, JSON
 /// Lines otherwise. A stream cut before the task ends is a transport error.
+/// Artifacts that arrived only in task snapshots (a resubscribe, or an
+/// agent that is polled because it does not stream) are printed at the end.
 async fn follow(mut events: EventStream, output: Output) -> anyhow::Result<ExitCode> {
     let mut acc = TaskAccumulator::default();
-    let mut last_state = None;
-    let mut open_artifact: Option<String> = None;
+    let mut shown = Progress::default();
     while let Some(ev) = events.next().await {
         let ev = ev?;
         acc.apply(&ev);
         if output == Output::Json {
             print_json(&ev)?;
-            continue;
-        }
-        match &ev.payload {
-            Some(Payload::Task(t)) => println!("task {} ({})", t.id, short_state(state_of(t))),
-            Some(Payload::Message(m)) => println!("agent: {}", m.text()),
-            Some(Payload::StatusUpdate(u)) => {
-                let s = u
-                    .status
-                    .as_ref()
-                    .map_or(v1::TaskState::Unspecified, |s| s.state());
-                if open_artifact.take().is_some() {
-                    println!();
-                }
-                if last_state != Some(s) {
-                    println!("→ {}", short_state(s));
-                    last_state = Some(s);
-                }
-                if let Some(text) = u
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.message.as_ref())
-                    .map(v1::Message::text)
-                    .filter(|t| !t.is_empty())
-                {
-                    println!("agent: {text}");
-                }
-            }
-            Some(Payload::ArtifactUpdate(u)) => {
-                if let Some(a) = &u.artifact {
-                    if open_artifact.as_deref() != Some(a.artifact_id.as_str()) {
-                        if open_artifact.is_some() {
-                            println!();
-                        }
-                        let name = if a.name.is_empty() {
-                            a.artifact_id.as_str()
-                        } else {
-                            a.name.as_str()
-                        };
-                        println!("--- artifact {name}");
-                        open_artifact = Some(a.artifact_id.clone());
-                    }
-                    for p in &a.parts {
-                        if let Some(t) = p.as_text() {
-                            print!("{t}");
-                        }
-                    }
-                    let _ = std::io::stdout().flush();
-                    if u.last_chunk {
-                        println!();
-                        open_artifact = None;
-                    }
-                }
-            }
-            None => {}
+        } else {
+            shown.print(&ev);
         }
     }
-    if open_artifact.is_some() {
-        println!();
+    if output == Output::Human {
+        shown.finish(acc.task.as_ref());
     }
     let state = acc.state();
     let ended =
@@ -425,6 +401,100 @@ async fn follow(mut events: EventStream, output: Output) -> anyhow::Result<ExitC
         );
     }
     Ok(exit_for(state))
+}
+
+/// What [`follow`] has shown people so far.
+#[derive(Default)]
+struct Progress {
+    last_state: Option<v1::TaskState>,
+    /// The artifact whose chunks are being printed.
+    open_artifact: Option<String>,
+    /// Whether any artifact arrived as chunks (else the task's are printed at the end).
+    artifact_streamed: bool,
+}
+
+impl Progress {
+    fn print(&mut self, ev: &v1::StreamResponse) {
+        match &ev.payload {
+            Some(Payload::Task(t)) => {
+                // Polled snapshots repeat the task: say it again only when its state moved.
+                let s = state_of(t);
+                if self.last_state != Some(s) {
+                    println!("task {} ({})", t.id, short_state(s));
+                    self.last_state = Some(s);
+                }
+            }
+            Some(Payload::Message(m)) => println!("agent: {}", m.text()),
+            Some(Payload::StatusUpdate(u)) => self.status(u),
+            Some(Payload::ArtifactUpdate(u)) => self.artifact(u),
+            None => {}
+        }
+    }
+
+    fn status(&mut self, u: &v1::TaskStatusUpdateEvent) {
+        let s = u
+            .status
+            .as_ref()
+            .map_or(v1::TaskState::Unspecified, |s| s.state());
+        if self.open_artifact.take().is_some() {
+            println!();
+        }
+        if self.last_state != Some(s) {
+            println!("→ {}", short_state(s));
+            self.last_state = Some(s);
+        }
+        if let Some(text) = u
+            .status
+            .as_ref()
+            .and_then(|s| s.message.as_ref())
+            .map(v1::Message::text)
+            .filter(|t| !t.is_empty())
+        {
+            println!("agent: {text}");
+        }
+    }
+
+    fn artifact(&mut self, u: &v1::TaskArtifactUpdateEvent) {
+        self.artifact_streamed = true;
+        let Some(a) = &u.artifact else {
+            return;
+        };
+        if self.open_artifact.as_deref() != Some(a.artifact_id.as_str()) {
+            if self.open_artifact.is_some() {
+                println!();
+            }
+            let name = if a.name.is_empty() {
+                a.artifact_id.as_str()
+            } else {
+                a.name.as_str()
+            };
+            println!("--- artifact {name}");
+            self.open_artifact = Some(a.artifact_id.clone());
+        }
+        for p in &a.parts {
+            if let Some(t) = p.as_text() {
+                print!("{t}");
+            }
+        }
+        let _ = std::io::stdout().flush();
+        if u.last_chunk {
+            println!();
+            self.open_artifact = None;
+        }
+    }
+
+    /// Ends an open artifact's line; prints the task's artifacts when none
+    /// arrived as chunks (a resubscribe's snapshot, or a polled agent).
+    fn finish(&mut self, task: Option<&v1::Task>) {
+        if self.open_artifact.is_some() {
+            println!();
+        }
+        if !self.artifact_streamed
+            && let Some(t) = task
+        {
+            print_artifacts(t);
+        }
+    }
 }
 
 /// `heddle task …`.
@@ -470,7 +540,8 @@ pub enum TaskCommand {
         #[command(flatten)]
         conn: Connection,
     },
-    /// Follow a running task's events.
+    /// Follow a running task's events (polled, for an agent whose card says
+    /// it does not stream).
     Subscribe {
         /// The agent URL.
         url: String,
@@ -479,6 +550,9 @@ pub enum TaskCommand {
         #[command(flatten)]
         conn: Connection,
     },
+    /// Manage the webhooks a task's updates are posted to.
+    #[command(subcommand, name = "push-config")]
+    PushConfig(crate::push_config::PushConfigCommand),
 }
 
 fn parse_state(s: &str) -> anyhow::Result<v1::TaskState> {
@@ -490,6 +564,35 @@ fn parse_state(s: &str) -> anyhow::Result<v1::TaskState> {
     };
     v1::TaskState::from_str_name(&name)
         .with_context(|| format!("--state {s:?} is not a task state"))
+}
+
+/// A page of ListTasks for people: one line per task, then the count.
+fn print_task_page(page: &v1::ListTasksResponse) {
+    for t in &page.tasks {
+        let when = t
+            .status
+            .as_ref()
+            .and_then(|s| s.timestamp)
+            .map(|t| t.to_string())
+            .unwrap_or_default();
+        println!(
+            "{}  {:<15} {}  context {}",
+            t.id,
+            short_state(state_of(t)),
+            when,
+            t.context_id
+        );
+    }
+    println!(
+        "({} of {} tasks{})",
+        page.tasks.len(),
+        page.total_size,
+        if page.next_page_token.is_empty() {
+            String::new()
+        } else {
+            format!("; next page: --page-token {}", page.next_page_token)
+        }
+    );
 }
 
 /// Runs a `task` command.
@@ -536,31 +639,7 @@ pub async fn task(cmd: TaskCommand) -> anyhow::Result<ExitCode> {
             if conn.output == Output::Json {
                 print_json(&page)?;
             } else {
-                for t in &page.tasks {
-                    let when = t
-                        .status
-                        .as_ref()
-                        .and_then(|s| s.timestamp)
-                        .map(|t| t.to_string())
-                        .unwrap_or_default();
-                    println!(
-                        "{}  {:<15} {}  context {}",
-                        t.id,
-                        short_state(state_of(t)),
-                        when,
-                        t.context_id
-                    );
-                }
-                println!(
-                    "({} of {} tasks{})",
-                    page.tasks.len(),
-                    page.total_size,
-                    if page.next_page_token.is_empty() {
-                        String::new()
-                    } else {
-                        format!("; next page: --page-token {}", page.next_page_token)
-                    }
-                );
+                print_task_page(&page);
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -578,6 +657,7 @@ pub async fn task(cmd: TaskCommand) -> anyhow::Result<ExitCode> {
             let events = conn.client(&url).await?.subscribe(&id).await?;
             follow(events, conn.output).await
         }
+        TaskCommand::PushConfig(cmd) => crate::push_config::run(cmd).await,
     }
 }
 

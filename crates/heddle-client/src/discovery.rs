@@ -6,7 +6,7 @@ use heddle_core::{ProtocolVersion, card::parse_card, v1};
 
 use heddle_signing::Verdict;
 
-use crate::{CardVerification, ClientError, client::Binding};
+use crate::{Binding, CardVerification, ClientError};
 
 /// Card paths, current name first (v1 §8.2), then the pre-0.3 one.
 const CARD_PATHS: [&str; 2] = ["/.well-known/agent-card.json", "/.well-known/agent.json"];

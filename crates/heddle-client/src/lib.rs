@@ -7,9 +7,11 @@
 //! * negotiation: the interface chosen by the caller's binding preference and
 //!   the card's order, v1.0 where offered, else v0.3 with transparent
 //!   conversion (the caller always sees v1.0 types);
-//! * transports: JSON-RPC 2.0 (v1.0 and v0.3), HTTP+JSON (v1.0) and gRPC
-//!   (v1.0 and v0.3; only when asked for in [`ClientOptions::bindings`]), with
-//!   streams as async [`futures::Stream`]s of typed events;
+//! * transports: JSON-RPC 2.0, HTTP+JSON and gRPC (gRPC only when asked for
+//!   in [`ClientOptions::bindings`]), each in v1.0 and v0.3, for all eleven
+//!   operations (push notification configs included), with streams as async
+//!   [`futures::Stream`]s of typed events; an agent whose card says it does
+//!   not stream is polled instead, behind the same stream type;
 //! * credentials: bearer tokens, API keys (placed where the card's scheme
 //!   says) and OAuth 2.0 client credentials (cached tokens; the secret goes
 //!   only to a token URL the rules on [`ClientCredentials`] allow), never logged;
@@ -36,13 +38,16 @@ mod client;
 mod credentials;
 mod discovery;
 mod error;
-mod grpc;
 mod oauth;
+mod options;
+mod poll;
+mod push;
+mod transport;
 mod trust;
 pub mod webhook;
 
 pub use body::DEFAULT_MAX_BODY_BYTES;
-pub use client::{A2aClient, Binding, ClientOptions, EventStream, SendReply, WireLog, http_client};
+pub use client::{A2aClient, SendReply};
 pub use credentials::{Credentials, Secret};
 pub use discovery::{CardCache, choose_interface, fetch_card, fetch_card_verified};
 pub use error::ClientError;
@@ -50,6 +55,8 @@ pub use heddle_core::task::TaskAccumulator;
 /// Card signing and verification (keys, verdicts), for [`CardVerification`].
 pub use heddle_signing;
 pub use oauth::{ClientCredentials, TokenSource, TokenUrlRefusal, token_url_from_card};
+pub use options::{Binding, ClientOptions, Polling, WireLog, http_client};
 /// The HTTP client crate, for callers that share a client.
 pub use reqwest;
+pub use transport::EventStream;
 pub use trust::{CardVerification, ClientIdentity, TlsOptions, jku_trusted};

@@ -315,12 +315,6 @@ impl TokenSource {
             .map(|c| c.token.clone())
     }
 
-    /// The last token obtained, fresh or not (for synchronous request builders
-    /// that run right after [`TokenSource::token`]).
-    pub(crate) fn current(&self) -> Option<Secret> {
-        self.cache().as_ref().map(|c| c.token.clone())
-    }
-
     /// Forgets the cached token (e.g. after the agent answered 401), so the
     /// next [`TokenSource::token`] fetches a new one.
     pub fn invalidate(&self) {

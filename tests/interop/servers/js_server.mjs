@@ -23,6 +23,10 @@
 //   127.0.0.1:GRPC_PORT                      gRPC: A2AService (v1.0) and
 //                                            LegacyA2AService (v0.3) on one server
 //
+// The card declares pushNotifications, so the handler keeps push configs in
+// its own in-memory store (create/set, get, list, delete); deliveries go to
+// the registered URLs, which the flows point at a closed port.
+//
 // The SDK's v0.3 compat layer requires the card to declare the 0.3 interfaces
 // too, so every interface is listed for protocolVersion 1.0 and 0.3.
 
@@ -231,7 +235,7 @@ function agentCard(httpPort, grpcPort) {
     documentationUrl: undefined,
     capabilities: {
       streaming: true,
-      pushNotifications: false,
+      pushNotifications: true,
       extensions: [],
       extendedAgentCard: false,
     },

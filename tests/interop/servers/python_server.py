@@ -1,7 +1,10 @@
 """An A2A agent served by the official Python SDK (a2a-sdk 1.x), for the
 reverse interop direction: the `heddle` CLI is the client.
 
-Usage: python_server.py HTTP_PORT GRPC_PORT
+Usage: python_server.py HTTP_PORT GRPC_PORT [--no-streaming]
+
+With --no-streaming the card declares capabilities.streaming false (the
+client must poll instead of streaming); nothing else changes.
 
 One agent, four skills, chosen by the first word of the message text:
   echo ...   -> COMPLETED with one text artifact: the rest of the text
@@ -11,6 +14,11 @@ One agent, four skills, chosen by the first word of the message text:
                 "three": append=false, append=true, append=true+lastChunk)
                 -> COMPLETED
   wait ...   -> WORKING for up to 30 s, then COMPLETED; cancel -> CANCELED
+
+Push notification configs (create/set, get, list, delete) are kept in an
+InMemoryPushNotificationConfigStore and the card declares pushNotifications;
+no sender is configured, so nothing is delivered: the flows check the
+client's calls, not deliveries.
 
 Served, all from one DefaultRequestHandler and one InMemoryTaskStore:
   http://127.0.0.1:HTTP_PORT/.well-known/agent-card.json  the card
@@ -48,7 +56,11 @@ from a2a.server.routes import (
     create_jsonrpc_routes,
     create_rest_routes,
 )
-from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.server.tasks import (
+    InMemoryPushNotificationConfigStore,
+    InMemoryTaskStore,
+    TaskUpdater,
+)
 from a2a.types import (
     AgentCapabilities,
     AgentCard,
@@ -115,7 +127,7 @@ class InteropExecutor(AgentExecutor):
         await updater.cancel()
 
 
-def agent_card(http_port: int, grpc_port: int) -> AgentCard:
+def agent_card(http_port: int, grpc_port: int, streaming: bool = True) -> AgentCard:
     jsonrpc = f'http://127.0.0.1:{http_port}/a2a/jsonrpc'
     rest = f'http://127.0.0.1:{http_port}/a2a/rest'
     grpc_url = f'127.0.0.1:{grpc_port}'
@@ -136,7 +148,7 @@ def agent_card(http_port: int, grpc_port: int) -> AgentCard:
         description='a2a-sdk (Python) server for the heddle client interop tests',
         version='1.0.0',
         supported_interfaces=interfaces,
-        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        capabilities=AgentCapabilities(streaming=streaming, push_notifications=True),
         default_input_modes=['text/plain'],
         default_output_modes=['text/plain'],
         skills=[
@@ -148,12 +160,13 @@ def agent_card(http_port: int, grpc_port: int) -> AgentCard:
     )
 
 
-async def main(http_port: int, grpc_port: int) -> None:
-    card = agent_card(http_port, grpc_port)
+async def main(http_port: int, grpc_port: int, streaming: bool) -> None:
+    card = agent_card(http_port, grpc_port, streaming)
     handler = DefaultRequestHandler(
         agent_executor=InteropExecutor(),
         task_store=InMemoryTaskStore(),
         agent_card=card,
+        push_config_store=InMemoryPushNotificationConfigStore(),
     )
     routes = [
         *create_agent_card_routes(card),
@@ -177,8 +190,8 @@ async def main(http_port: int, grpc_port: int) -> None:
 
 
 if __name__ == '__main__':
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4) or sys.argv[3:] not in ([], ['--no-streaming']):
         print(__doc__, file=sys.stderr)
         sys.exit(2)
     logging.basicConfig(level=logging.WARNING)
-    asyncio.run(main(int(sys.argv[1]), int(sys.argv[2])))
+    asyncio.run(main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:] == []))

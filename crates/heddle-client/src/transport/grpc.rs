@@ -1,5 +1,6 @@
-//! The gRPC transport (v1 §10): the v1.0 service `lf.a2a.v1.A2AService` and
-//! the v0.3 service `a2a.v1.A2AService` over one lazily connected channel.
+//! The gRPC binding's plumbing (v1 §10): one lazily connected channel to
+//! the v1.0 service `lf.a2a.v1.A2AService` or the v0.3 service
+//! `a2a.v1.A2AService`, calls addressed by the method table's names.
 //!
 //! * v1.0 requests carry the interface's `tenant` in their `tenant` field;
 //!   v0.3 requests have none, so it goes in the `a2a-tenant` metadata (what
@@ -10,28 +11,28 @@
 //!   status without one is mapped by its code. Unavailable and deadline
 //!   errors are transport errors, so idempotent calls retry them.
 
-use std::{future::Future, sync::OnceLock, time::Duration};
+use std::{sync::OnceLock, time::Duration};
 
 use futures::StreamExt;
-use heddle_core::{
-    A2aError, ErrorCode, ProtocolVersion, compat::v03_proto as conv, rpc, v1, v03_proto as pb,
-};
+use heddle_core::{A2aError, ErrorCode, ProtocolVersion, method::Method, rpc, v1};
 use heddle_proto::{
-    v1::a2a_service_client::A2aServiceClient as V1Client,
-    v03::a2a_service_client::A2aServiceClient as V03Client,
+    v1::a2a_service_server::SERVICE_NAME as V1_SERVICE,
+    v03::a2a_service_server::SERVICE_NAME as V03_SERVICE,
 };
 use prost::Message as _;
 use serde::Serialize;
 use tonic::{
     Code, Status,
-    codec::Streaming,
+    client::Grpc,
+    codegen::http::uri::PathAndQuery,
     metadata::{AsciiMetadataKey, AsciiMetadataValue},
     transport::{Channel, Endpoint},
 };
+use tonic_prost::ProstCodec;
 
+use super::{EventStream, MAX_EVENT, Target};
 use crate::{
     ClientError, WireLog,
-    client::{EventStream, MAX_EVENT, SendReply, send_reply},
     credentials::{KeyPlace, api_key_place, is_sensitive_header},
 };
 
@@ -39,14 +40,13 @@ use crate::{
 const TENANT_METADATA: &str = "a2a-tenant";
 
 /// One agent's gRPC interface: the channel and what every call carries.
-pub(crate) struct GrpcTransport {
+pub(crate) struct GrpcCore {
     /// Where to connect (validated when the client is built).
     endpoint: Endpoint,
     /// Connected on first use: building a channel needs a Tokio runtime,
     /// which [`crate::A2aClient::from_card`] (a plain fn) may lack.
     channel: OnceLock<Channel>,
-    version: ProtocolVersion,
-    tenant: String,
+    pub(crate) version: ProtocolVersion,
     /// `(key, value, redact in the wire log)`.
     metadata: Vec<(AsciiMetadataKey, AsciiMetadataValue, bool)>,
     timeout: Duration,
@@ -55,9 +55,9 @@ pub(crate) struct GrpcTransport {
     oauth: Option<crate::oauth::TokenSource>,
 }
 
-impl std::fmt::Debug for GrpcTransport {
+impl std::fmt::Debug for GrpcCore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GrpcTransport")
+        f.debug_struct("GrpcCore")
             .field("uri", self.endpoint.uri())
             .field("version", &self.version)
             .finish_non_exhaustive()
@@ -74,16 +74,12 @@ fn endpoint_uri(url: &str) -> String {
     }
 }
 
-impl GrpcTransport {
-    /// A transport for `iface` presenting `opts`' credentials and headers,
-    /// and `oauth`'s tokens (shared with the client's other calls).
-    pub(crate) fn new(
-        card: &v1::AgentCard,
-        iface: &v1::AgentInterface,
-        version: ProtocolVersion,
-        opts: &crate::ClientOptions,
-        oauth: Option<crate::oauth::TokenSource>,
-    ) -> Result<Self, ClientError> {
+impl GrpcCore {
+    /// A channel to `target`'s interface presenting its credentials and
+    /// headers, and its OAuth 2.0 tokens (shared with the client's clones).
+    pub(crate) fn new(target: &Target<'_>) -> Result<Self, ClientError> {
+        let (card, iface, version, opts) =
+            (target.card, target.interface, target.version, target.opts);
         let uri = endpoint_uri(&iface.url);
         let bad = |e: tonic::transport::Error| {
             ClientError::NoInterface(format!("gRPC URL {:?}: {e}", iface.url))
@@ -137,11 +133,10 @@ impl GrpcTransport {
             endpoint,
             channel: OnceLock::new(),
             version,
-            tenant: iface.tenant.clone(),
             metadata,
             timeout: opts.timeout,
             wire_log: opts.wire_log.clone(),
-            oauth,
+            oauth: target.oauth.clone(),
         })
     }
 
@@ -195,25 +190,53 @@ impl GrpcTransport {
         Ok(())
     }
 
+    /// The call's path, `/{service}/{method}`, from the method table; an
+    /// operation the version's service lacks is refused before sending.
+    fn path(&self, method: Method) -> Result<(&'static str, PathAndQuery), ClientError> {
+        let name = method
+            .grpc_name(self.version)
+            .ok_or_else(|| super::missing(method, self.version))?;
+        let service = match self.version {
+            ProtocolVersion::V1_0 => V1_SERVICE,
+            ProtocolVersion::V0_3 => V03_SERVICE,
+        };
+        let path = PathAndQuery::try_from(format!("/{service}/{name}"))
+            .map_err(|e| ClientError::NoInterface(format!("gRPC path for {name}: {e}")))?;
+        Ok((name, path))
+    }
+
+    /// A ready client on the channel, taking messages up to [`MAX_EVENT`].
+    async fn client(&self) -> Result<Grpc<Channel>, Status> {
+        let mut grpc = Grpc::new(self.channel()).max_decoding_message_size(MAX_EVENT);
+        grpc.ready()
+            .await
+            .map_err(|e| Status::unavailable(format!("channel not ready: {e}")))?;
+        Ok(grpc)
+    }
+
     /// One unary call, bounded by the client's timeout.
-    async fn unary<Req, Resp, F, Fut>(
+    pub(crate) async fn unary<Req, Resp>(
         &self,
-        method: &str,
+        method: Method,
         msg: Req,
-        call: F,
     ) -> Result<Resp, ClientError>
     where
-        Req: Serialize,
-        Resp: Serialize,
-        F: FnOnce(Channel, tonic::Request<Req>) -> Fut,
-        Fut: Future<Output = Result<tonic::Response<Resp>, Status>>,
+        Req: prost::Message + Serialize + Send + Sync + 'static,
+        Resp: prost::Message + Default + Serialize + Send + Sync + 'static,
     {
-        let mut req = self.request(method, msg);
+        let (name, path) = self.path(method)?;
+        let mut req = self.request(name, msg);
         self.authorize(&mut req).await?;
         req.set_timeout(self.timeout);
-        let result = tokio::time::timeout(self.timeout, call(self.channel(), req))
+        let call = async {
+            self.client()
+                .await?
+                .unary(req, path, ProstCodec::<Req, Resp>::default())
+                .await
+        };
+        let result = tokio::time::timeout(self.timeout, call)
             .await
-            .map_err(|_| ClientError::Transport(format!("{method}: timed out")))?;
+            .map_err(|_| ClientError::Transport(format!("{name}: timed out")))?;
         match result {
             Ok(resp) => {
                 let resp = resp.into_inner();
@@ -228,22 +251,26 @@ impl GrpcTransport {
     }
 
     /// A server-streaming call as an [`EventStream`], each event upgraded by `to_v1`.
-    async fn stream<Req, Ev, F, Fut>(
+    pub(crate) async fn stream<Req, Ev>(
         &self,
-        method: &str,
+        method: Method,
         msg: Req,
-        call: F,
         to_v1: fn(Ev) -> v1::StreamResponse,
     ) -> Result<EventStream, ClientError>
     where
-        Req: Serialize,
-        Ev: Serialize + Send + 'static,
-        F: FnOnce(Channel, tonic::Request<Req>) -> Fut,
-        Fut: Future<Output = Result<tonic::Response<Streaming<Ev>>, Status>>,
+        Req: prost::Message + Serialize + Send + Sync + 'static,
+        Ev: prost::Message + Default + Serialize + Send + Sync + 'static,
     {
-        let mut req = self.request(method, msg);
+        let (name, path) = self.path(method)?;
+        let mut req = self.request(name, msg);
         self.authorize(&mut req).await?;
-        let events = match call(self.channel(), req).await {
+        let call = async {
+            self.client()
+                .await?
+                .server_streaming(req, path, ProstCodec::<Req, Ev>::default())
+                .await
+        };
+        let events = match call.await {
             Ok(resp) => resp.into_inner(),
             Err(status) => {
                 self.log(|| format!("< {:?}: {}", status.code(), status.message()));
@@ -270,202 +297,6 @@ impl GrpcTransport {
                 })
             }
         })))
-    }
-
-    fn v1(ch: Channel) -> V1Client<Channel> {
-        V1Client::new(ch).max_decoding_message_size(MAX_EVENT)
-    }
-
-    fn v03(ch: Channel) -> V03Client<Channel> {
-        V03Client::new(ch).max_decoding_message_size(MAX_EVENT)
-    }
-
-    // ---- operations (requests already carry the tenant where v1.0 has one) ----------
-
-    pub(crate) async fn send(&self, req: v1::SendMessageRequest) -> Result<SendReply, ClientError> {
-        match self.version {
-            ProtocolVersion::V1_0 => {
-                let r = self
-                    .unary("SendMessage", req, |ch, r| async move {
-                        Self::v1(ch).send_message(r).await
-                    })
-                    .await?;
-                send_reply(r)
-            }
-            ProtocolVersion::V0_3 => {
-                let msg = conv::send_request_from_v1(&req);
-                let r = self
-                    .unary("SendMessage", msg, |ch, r| async move {
-                        Self::v03(ch).send_message(r).await
-                    })
-                    .await?;
-                send_reply(conv::send_response_to_v1(&r))
-            }
-        }
-    }
-
-    pub(crate) async fn send_streaming(
-        &self,
-        req: v1::SendMessageRequest,
-    ) -> Result<EventStream, ClientError> {
-        match self.version {
-            ProtocolVersion::V1_0 => {
-                self.stream(
-                    "SendStreamingMessage",
-                    req,
-                    |ch, r| async move { Self::v1(ch).send_streaming_message(r).await },
-                    |e| e,
-                )
-                .await
-            }
-            ProtocolVersion::V0_3 => {
-                let msg = conv::send_request_from_v1(&req);
-                self.stream(
-                    "SendStreamingMessage",
-                    msg,
-                    |ch, r| async move { Self::v03(ch).send_streaming_message(r).await },
-                    |e| conv::stream_response_to_v1(&e),
-                )
-                .await
-            }
-        }
-    }
-
-    pub(crate) async fn get_task(
-        &self,
-        id: &str,
-        history_length: Option<i32>,
-    ) -> Result<v1::Task, ClientError> {
-        match self.version {
-            ProtocolVersion::V1_0 => {
-                let req = v1::GetTaskRequest {
-                    tenant: self.tenant.clone(),
-                    id: id.to_owned(),
-                    history_length,
-                };
-                self.unary("GetTask", req, |ch, r| async move {
-                    Self::v1(ch).get_task(r).await
-                })
-                .await
-            }
-            ProtocolVersion::V0_3 => {
-                let req = pb::GetTaskRequest {
-                    name: conv::task_name(id),
-                    // v0.3 reads 0 as "all"; v1.0's "none" is the nearest it can say.
-                    history_length: history_length.map_or(0, |n| n.max(1)),
-                };
-                let t = self
-                    .unary("GetTask", req, |ch, r| async move {
-                        Self::v03(ch).get_task(r).await
-                    })
-                    .await?;
-                let mut t = conv::task_to_v1(&t);
-                if history_length == Some(0) {
-                    t.history.clear();
-                }
-                Ok(t)
-            }
-        }
-    }
-
-    pub(crate) async fn list_tasks(
-        &self,
-        req: v1::ListTasksRequest,
-    ) -> Result<v1::ListTasksResponse, ClientError> {
-        match self.version {
-            ProtocolVersion::V1_0 => {
-                self.unary("ListTasks", req, |ch, r| async move {
-                    Self::v1(ch).list_tasks(r).await
-                })
-                .await
-            }
-            ProtocolVersion::V0_3 => {
-                Err(ClientError::NoInterface("A2A 0.3 has no ListTasks".into()))
-            }
-        }
-    }
-
-    pub(crate) async fn cancel_task(&self, id: &str) -> Result<v1::Task, ClientError> {
-        match self.version {
-            ProtocolVersion::V1_0 => {
-                let req = v1::CancelTaskRequest {
-                    tenant: self.tenant.clone(),
-                    id: id.to_owned(),
-                    metadata: None,
-                };
-                self.unary("CancelTask", req, |ch, r| async move {
-                    Self::v1(ch).cancel_task(r).await
-                })
-                .await
-            }
-            ProtocolVersion::V0_3 => {
-                let req = pb::CancelTaskRequest {
-                    name: conv::task_name(id),
-                };
-                let t = self
-                    .unary("CancelTask", req, |ch, r| async move {
-                        Self::v03(ch).cancel_task(r).await
-                    })
-                    .await?;
-                Ok(conv::task_to_v1(&t))
-            }
-        }
-    }
-
-    pub(crate) async fn subscribe(&self, id: &str) -> Result<EventStream, ClientError> {
-        match self.version {
-            ProtocolVersion::V1_0 => {
-                let req = v1::SubscribeToTaskRequest {
-                    tenant: self.tenant.clone(),
-                    id: id.to_owned(),
-                };
-                self.stream(
-                    "SubscribeToTask",
-                    req,
-                    |ch, r| async move { Self::v1(ch).subscribe_to_task(r).await },
-                    |e| e,
-                )
-                .await
-            }
-            ProtocolVersion::V0_3 => {
-                let req = pb::TaskSubscriptionRequest {
-                    name: conv::task_name(id),
-                };
-                self.stream(
-                    "TaskSubscription",
-                    req,
-                    |ch, r| async move { Self::v03(ch).task_subscription(r).await },
-                    |e| conv::stream_response_to_v1(&e),
-                )
-                .await
-            }
-        }
-    }
-
-    pub(crate) async fn extended_card(&self) -> Result<v1::AgentCard, ClientError> {
-        match self.version {
-            ProtocolVersion::V1_0 => {
-                let req = v1::GetExtendedAgentCardRequest {
-                    tenant: self.tenant.clone(),
-                };
-                self.unary("GetExtendedAgentCard", req, |ch, r| async move {
-                    Self::v1(ch).get_extended_agent_card(r).await
-                })
-                .await
-            }
-            ProtocolVersion::V0_3 => {
-                // v0.3's GetAgentCard answers with the extended card to an
-                // authenticated caller of an agent that has one.
-                let c = self
-                    .unary(
-                        "GetAgentCard",
-                        pb::GetAgentCardRequest {},
-                        |ch, r| async move { Self::v03(ch).get_agent_card(r).await },
-                    )
-                    .await?;
-                Ok(conv::card_to_v1(&c))
-            }
-        }
     }
 }
 
@@ -575,7 +406,15 @@ mod tests {
             ],
             ..Default::default()
         };
-        let t = GrpcTransport::new(&card, &iface, ProtocolVersion::V0_3, &opts, None).expect("ok");
+        let target = Target {
+            card: &card,
+            interface: &iface,
+            version: ProtocolVersion::V0_3,
+            opts: &opts,
+            http: reqwest::Client::new(),
+            oauth: None,
+        };
+        let t = GrpcCore::new(&target).expect("ok");
         assert_eq!(t.endpoint.uri().to_string(), "http://127.0.0.1:50051/");
         let got: Vec<(String, String, bool)> = t
             .metadata
