@@ -362,7 +362,7 @@ fn print_banner(hub: &Hub, public_url: &str, store_name: &str, auth_on: bool, de
         println!(
             "  {:<14} {}/.well-known/agent-card.json",
             a.id,
-            Hub::agent_url(&public_url, &a.id)
+            Hub::agent_url(public_url, &a.id)
         );
     }
     println!(
