@@ -8,9 +8,14 @@
 //!   -d '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}}' \
 //!   http://127.0.0.1:8081/
 //! ```
+//!
+//! With `--check` it serves on a free port, sends one message through
+//! `heddle-client`, checks the echo and exits (what CI runs).
 
 use std::sync::Arc;
 
+use anyhow::{bail, ensure};
+use heddle_client::{A2aClient, ClientOptions, SendReply};
 use heddle_core::v1;
 use heddle_server::{
     AgentError, AgentExecutor, AgentRoutes, Limits, RequestContext, RequestHandler, TaskEvents,
@@ -59,18 +64,58 @@ fn card(url: &str) -> v1::AgentCard {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let url = "http://127.0.0.1:8081/";
+async fn main() -> anyhow::Result<()> {
+    let check = std::env::args().any(|a| a == "--check");
+    // A known port to try by hand; any free one for the self-check, so it
+    // never collides with something already running.
+    let addr = if check {
+        "127.0.0.1:0"
+    } else {
+        "127.0.0.1:8081"
+    };
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    // The card must name the address actually bound.
+    let url = format!("http://{}/", listener.local_addr()?);
     let handler = RequestHandler::new(
         "echo",
-        card(url),
+        card(&url),
         Arc::new(Echo),
         Arc::new(MemoryStore::default()),
         Limits::default(),
     );
     let app = AgentRoutes::new(handler).router();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:8081").await?;
-    println!("echo agent at {url} (card: {url}.well-known/agent-card.json)");
-    heddle_server::listen::serve(listener, app, std::future::pending()).await?;
+    if !check {
+        println!("echo agent at {url} (card: {url}.well-known/agent-card.json)");
+        heddle_server::listen::serve(listener, app, std::future::pending()).await?;
+        return Ok(());
+    }
+
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(heddle_server::listen::serve(listener, app, async {
+        let _ = stopped.await;
+    }));
+    self_check(&url).await?;
+    // Stop accepting, let the finished exchange close, then exit.
+    let _ = stop.send(());
+    server.await??;
+    Ok(())
+}
+
+/// Discovers the agent from its card, as any caller would, and sends one message.
+async fn self_check(url: &str) -> anyhow::Result<()> {
+    let client = A2aClient::discover(url, ClientOptions::default()).await?;
+    let SendReply::Task(task) = client.send_text("hi").await? else {
+        bail!("the echo agent answers with a task, not a message");
+    };
+    let echoed: Vec<String> = task.artifacts.iter().map(v1::Artifact::text).collect();
+    ensure!(
+        echoed == ["hi"],
+        "expected the echo [\"hi\"], got {echoed:?}"
+    );
+    println!(
+        "check: {} at {url} answered {:?} with {echoed:?}",
+        client.card().name,
+        task.status.map(|s| s.state()).unwrap_or_default(),
+    );
     Ok(())
 }

@@ -10,13 +10,19 @@
 //!   http://127.0.0.1:8082/                                          # 401
 //! # the same with -H "api-key: $KEY" answers
 //! ```
+//!
+//! With `--check` it serves on a free port, checks through `heddle-client`
+//! that a call without the key is refused and one with it answered, and
+//! exits (what CI runs).
 
 use std::sync::Arc;
 
+use anyhow::{bail, ensure};
 use heddle_auth::{
     Authenticator,
     apikey::{ApiKeys, MemoryKeyStore},
 };
+use heddle_client::{A2aClient, ClientOptions, Credentials, Secret, SendReply};
 use heddle_core::v1;
 use heddle_server::{
     AgentError, AgentExecutor, AgentRoutes, Limits, RequestContext, RequestHandler, TaskEvents,
@@ -39,8 +45,16 @@ impl AgentExecutor for Echo {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let url = "http://127.0.0.1:8082/";
+async fn main() -> anyhow::Result<()> {
+    let check = std::env::args().any(|a| a == "--check");
+    // A known port to try by hand; any free one for the self-check.
+    let addr = if check {
+        "127.0.0.1:0"
+    } else {
+        "127.0.0.1:8082"
+    };
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let url = format!("http://{}/", listener.local_addr()?);
     // Keys in memory; `heddle_auth::apikey::SqliteKeyStore` keeps them in a file.
     let keys = ApiKeys::new(Arc::new(MemoryKeyStore::default()));
     let (_, key) = keys.create("me").await?;
@@ -51,7 +65,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         description: "Echoes your text back, to authenticated callers only.".into(),
         version: "1.0.0".into(),
         supported_interfaces: vec![v1::AgentInterface {
-            url: url.into(),
+            url: url.clone(),
             protocol_binding: "JSONRPC".into(),
             protocol_version: "1.0".into(),
             ..Default::default()
@@ -74,11 +88,49 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let app = AgentRoutes::new(handler)
         .around_bindings(move |binding, routes| routes.layer(auth.layer(binding)))
         .router();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:8082").await?;
-    println!(
-        "secured echo agent at {url}; send the header api-key: {}",
-        key.expose()
+    if !check {
+        println!(
+            "secured echo agent at {url}; send the header api-key: {}",
+            key.expose()
+        );
+        heddle_server::listen::serve(listener, app, std::future::pending()).await?;
+        return Ok(());
+    }
+
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(heddle_server::listen::serve(listener, app, async {
+        let _ = stopped.await;
+    }));
+    self_check(&url, Secret::new(key.expose())).await?;
+    let _ = stop.send(());
+    server.await??;
+    Ok(())
+}
+
+/// The card is public; a send needs the key.
+async fn self_check(url: &str, key: Secret) -> anyhow::Result<()> {
+    let anonymous = A2aClient::discover(url, ClientOptions::default()).await?;
+    let Err(refusal) = anonymous.send_text("hi").await else {
+        bail!("a call without the key was answered");
+    };
+    println!("check: without the key: {refusal}");
+
+    let opts = ClientOptions {
+        credentials: Credentials {
+            api_key: Some(key),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let client = A2aClient::discover(url, opts).await?;
+    let SendReply::Task(task) = client.send_text("hi").await? else {
+        bail!("the echo agent answers with a task, not a message");
+    };
+    let echoed: Vec<String> = task.artifacts.iter().map(v1::Artifact::text).collect();
+    ensure!(
+        matches!(echoed.as_slice(), [one] if one.starts_with("key:") && one.ends_with(" said: hi")),
+        "expected \"key:… said: hi\", got {echoed:?}"
     );
-    heddle_server::listen::serve(listener, app, std::future::pending()).await?;
+    println!("check: with the key: {echoed:?}");
     Ok(())
 }
