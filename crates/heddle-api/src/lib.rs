@@ -40,8 +40,8 @@ mod store;
 pub use agent::{AgentError, AgentExecutor, Caller, RequestContext};
 pub use events::{EventError, IllegalTransition, TaskEvents, TaskSink};
 pub use store::{
-    Delivery, DeliveryOutcome, ListPage, ListQuery, NewDelivery, PushConfigRecord, PushStore,
-    Scope, StoreError, TaskStore,
+    AgentRecord, Delivery, DeliveryOutcome, ListPage, ListQuery, NewDelivery, PushConfigRecord,
+    PushStore, RegistryStore, Scope, StoreError, TaskStore,
 };
 
 /// The attribute every implementation of this crate's traits needs (they

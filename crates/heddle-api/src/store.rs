@@ -123,6 +123,13 @@ pub trait TaskStore: Send + Sync + 'static {
     fn push_store(self: Arc<Self>) -> Option<Arc<dyn PushStore>> {
         None
     }
+
+    /// This store's agent registry, when it keeps one beside its tasks
+    /// (memory and SQLite do). A hub takes its registry from here; `None`
+    /// (the default) means registrations live only as long as the process.
+    fn registry_store(self: Arc<Self>) -> Option<Arc<dyn RegistryStore>> {
+        None
+    }
 }
 
 /// A push config as stored: the v1.0 config and the protocol version it was
@@ -256,4 +263,41 @@ pub trait PushStore: Send + Sync + 'static {
 
     /// Dead-lettered deliveries, oldest first (at most `limit`).
     async fn dead_deliveries(&self, limit: usize) -> Result<Vec<Delivery>, StoreError>;
+}
+
+/// A registered agent as a store keeps it: the hub's own JSON document,
+/// opaque to the store, so a store needs no hub types.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentRecord {
+    /// The agent id (URL-safe, unique in the registry).
+    pub id: String,
+    /// The registration, as the hub wrote it.
+    pub document: String,
+    /// When it was last written, in milliseconds since the Unix epoch.
+    pub updated_ms: i64,
+}
+
+/// The hub's registry of agents, and the links between a hosted task and the
+/// task it stands for elsewhere (a proxied agent's upstream ids). Kept beside
+/// the tasks, so registrations survive a restart and move with the store.
+#[async_trait]
+pub trait RegistryStore: Send + Sync + 'static {
+    /// Inserts or replaces the agent `id`.
+    async fn put_agent(&self, id: &str, document: &str) -> Result<(), StoreError>;
+
+    /// The agent `id`, if registered.
+    async fn agent(&self, id: &str) -> Result<Option<AgentRecord>, StoreError>;
+
+    /// Every registered agent, by id.
+    async fn agents(&self) -> Result<Vec<AgentRecord>, StoreError>;
+
+    /// Removes the agent `id` and its task links; whether it was there.
+    async fn delete_agent(&self, id: &str) -> Result<bool, StoreError>;
+
+    /// Records what the hosted task `task_id` of `agent` links to (replacing
+    /// any earlier link).
+    async fn put_link(&self, agent: &str, task_id: &str, link: &str) -> Result<(), StoreError>;
+
+    /// The link of the hosted task `task_id` of `agent`, if any.
+    async fn link(&self, agent: &str, task_id: &str) -> Result<Option<String>, StoreError>;
 }

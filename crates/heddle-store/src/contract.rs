@@ -28,6 +28,8 @@
 //!     // Only if it keeps push configs and the outbox too:
 //!     contract::push_store(&my_store()).await;
 //!     contract::shared_outbox(&my_store()).await;
+//!     // Only if it keeps a hub's registry:
+//!     contract::registry_store(&my_store()).await;
 //! }
 //! # }
 //! ```
@@ -726,6 +728,73 @@ pub async fn shared_outbox<S: TaskStore + PushStore>(store: &S) {
     );
 }
 
+/// The registry: agents round-trip, replace, list by id and delete with
+/// their task links; links round-trip and replace.
+pub async fn registry_store(store: &dyn crate::RegistryStore) {
+    assert!(
+        must(store.agents().await, "agents").is_empty(),
+        "store contract: a fresh registry is empty"
+    );
+    must(store.put_agent("b", r#"{"v":1}"#).await, "put_agent");
+    must(store.put_agent("a", r#"{"v":2}"#).await, "put_agent");
+    must(
+        store.put_agent("b", r#"{"v":3}"#).await,
+        "put_agent (replace)",
+    );
+    let b = must(store.agent("b").await, "agent");
+    assert_eq!(
+        b.map(|r| r.document).as_deref(),
+        Some(r#"{"v":3}"#),
+        "store contract: put_agent replaces the document"
+    );
+    let ids: Vec<String> = must(store.agents().await, "agents")
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(
+        ids,
+        ["a", "b"],
+        "store contract: agents lists each once, by id"
+    );
+    assert!(
+        must(store.agent("zz").await, "agent").is_none(),
+        "store contract: an unknown agent is None"
+    );
+
+    must(store.put_link("b", "t1", "up-1").await, "put_link");
+    must(
+        store.put_link("b", "t1", "up-2").await,
+        "put_link (replace)",
+    );
+    must(store.put_link("a", "t1", "other").await, "put_link");
+    assert_eq!(
+        must(store.link("b", "t1").await, "link").as_deref(),
+        Some("up-2"),
+        "store contract: put_link replaces the link"
+    );
+    assert!(
+        must(store.link("b", "t2").await, "link").is_none(),
+        "store contract: an unknown link is None"
+    );
+    assert!(
+        must(store.delete_agent("b").await, "delete_agent"),
+        "store contract: delete_agent says the agent was there"
+    );
+    assert!(
+        !must(store.delete_agent("b").await, "delete_agent"),
+        "store contract: deleting twice says it was gone"
+    );
+    assert!(
+        must(store.link("b", "t1").await, "link").is_none(),
+        "store contract: delete_agent drops the agent's links"
+    );
+    assert_eq!(
+        must(store.link("a", "t1").await, "link").as_deref(),
+        Some("other"),
+        "store contract: delete_agent keeps other agents' links"
+    );
+}
+
 /// The memory and SQLite stores, each part of the contract on a fresh store.
 #[cfg(test)]
 mod runs {
@@ -747,6 +816,12 @@ mod runs {
                 async fn push_store() {
                     let (_keep, store) = $make;
                     crate::contract::push_store(&store).await;
+                }
+
+                #[tokio::test]
+                async fn registry_store() {
+                    let (_keep, store) = $make;
+                    crate::contract::registry_store(&store).await;
                 }
 
                 #[tokio::test]

@@ -25,14 +25,17 @@ pub mod contract;
 mod memory;
 mod page;
 mod push;
+mod registry;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 #[cfg(feature = "sqlite")]
 mod sqlite_push;
+#[cfg(feature = "sqlite")]
+mod sqlite_registry;
 
 pub use heddle_api::{
-    Delivery, DeliveryOutcome, ListPage, ListQuery, NewDelivery, PushConfigRecord, PushStore,
-    Scope, StoreError, TaskStore,
+    AgentRecord, Delivery, DeliveryOutcome, ListPage, ListQuery, NewDelivery, PushConfigRecord,
+    PushStore, RegistryStore, Scope, StoreError, TaskStore,
 };
 pub use memory::{DEFAULT_MEMORY_MAX_BYTES, MemoryLimits, MemoryStore};
 pub use page::{PageToken, sort_key};

@@ -59,6 +59,7 @@ pub struct MemoryStore {
     limits: MemoryLimits,
     inner: Mutex<Inner>,
     pub(crate) push: crate::push::MemoryPush,
+    pub(crate) registry: crate::registry::MemoryRegistry,
 }
 
 #[derive(Debug, Default)]
@@ -117,6 +118,7 @@ impl MemoryStore {
             limits,
             inner: Mutex::default(),
             push: Default::default(),
+            registry: Default::default(),
         }
     }
 
@@ -426,6 +428,10 @@ impl TaskStore for MemoryStore {
 
     /// The configs and outbox kept beside the tasks (see `crate::push`).
     fn push_store(self: Arc<Self>) -> Option<Arc<dyn PushStore>> {
+        Some(self)
+    }
+
+    fn registry_store(self: Arc<Self>) -> Option<Arc<dyn crate::RegistryStore>> {
         Some(self)
     }
 }

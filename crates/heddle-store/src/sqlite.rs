@@ -62,6 +62,8 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX tasks_running ON tasks (state) WHERE state IN (1, 2);",
     // 2: push notification configs and the delivery outbox (crate::sqlite_push).
     crate::sqlite_push::MIGRATION,
+    // 3: the hub's registry and task links.
+    crate::sqlite_registry::MIGRATION,
 ];
 
 /// How long a connection waits on a lock held by another connection (e.g. a
@@ -1016,6 +1018,11 @@ impl TaskStore for SqliteStore {
 
     /// The configs and outbox tables beside `tasks` (`crate::sqlite_push`).
     fn push_store(self: Arc<Self>) -> Option<Arc<dyn PushStore>> {
+        Some(self)
+    }
+
+    /// The registry tables beside `tasks` (`crate::sqlite_registry`).
+    fn registry_store(self: Arc<Self>) -> Option<Arc<dyn crate::RegistryStore>> {
         Some(self)
     }
 }
