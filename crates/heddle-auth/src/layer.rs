@@ -90,6 +90,10 @@ pub struct Principal {
     /// `mtls:{name}`. Each kind has its own prefix, so no credential of one
     /// kind can name a caller of another.
     pub id: String,
+    /// The scopes a bearer token grants (`scope` or `scp`); an API key
+    /// grants none. Servers check them for their own roles (the hub's admin
+    /// API, for example).
+    pub scopes: Vec<String>,
 }
 
 struct Inner {
@@ -289,7 +293,10 @@ impl Authenticator {
                 ));
             };
             let t = jwt.verify(&token).await?;
-            return Ok(Some(Principal { id: t.principal() }));
+            return Ok(Some(Principal {
+                id: t.principal(),
+                scopes: t.scopes,
+            }));
         }
         if let Some(keys) = &self.inner.api_keys
             && let Some(key) = self.inner.key_location.find(headers, uri)
@@ -298,7 +305,10 @@ impl Authenticator {
                 return Err(AuthError::TooLarge(key.len()));
             }
             let id = keys.verify(&key).await?;
-            return Ok(Some(Principal { id }));
+            return Ok(Some(Principal {
+                id,
+                scopes: Vec::new(),
+            }));
         }
         if self.inner.required {
             Err(AuthError::Missing)

@@ -1,7 +1,9 @@
 //! `heddle`: serve A2A agents, talk to any A2A agent, and work with Agent Cards.
 
+mod agents;
 mod card;
 mod card_sign;
+mod hub_config;
 mod keys;
 mod push_config;
 mod remote;
@@ -32,8 +34,12 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Serve the demo agents (echo, writer, writer-stream, conformance).
+    /// Serve the hub: the agents of its config (default: the demo agents
+    /// echo, writer, writer-stream, conformance) and those registered while it runs.
     Serve(serve::ServeArgs),
+    /// Register, list, change and remove a running hub's agents (its admin API).
+    #[command(subcommand)]
+    Agents(agents::AgentsCommand),
     /// Work with Agent Cards.
     #[command(subcommand)]
     Card(card::CardCommand),
@@ -76,6 +82,7 @@ fn main() -> ExitCode {
             Command::Task(cmd) => remote::task(cmd).await,
             Command::Chat(args) => remote::chat(args).await,
             Command::Keys(cmd) => keys::run(cmd).await,
+            Command::Agents(cmd) => agents::run(cmd).await,
             Command::Webhook(cmd) => webhook::run(cmd).await,
         }
     });

@@ -8,7 +8,7 @@ use heddle_client::heddle_signing::CardSigner;
 use heddle_core::VersionSet;
 use heddle_hub::{
     Bindings, Hub, HubBuilder,
-    agents::{ConformanceCard, DemoOptions, WriterStream, with_demo_agents_configured},
+    agents::{ConformanceCard, DemoOptions, WriterStream, demo_builtins},
 };
 use heddle_store::{MemoryStore, SqliteStore, TaskStore};
 
@@ -51,11 +51,18 @@ pub struct ServeArgs {
     /// bearer token; cards and the agent listing stay public.
     #[arg(long)]
     require_auth: bool,
-    /// A TOML config file; its `[auth]` table sets API key placement and JWT
-    /// checks (issuer, audience, keys or JWKS URL, OIDC issuer, leeway), and
-    /// turns authentication on.
+    /// A TOML config file: `[[agents]]` tables are the agents to serve
+    /// (default: the demo agents), `[admin]` names the admin API's callers,
+    /// and an `[auth]` table sets API key placement and JWT checks (issuer,
+    /// audience, keys or JWKS URL, OIDC issuer, leeway), and turns
+    /// authentication on.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Where the admin token is kept (made at first start, readable by its
+    /// owner only; `HEDDLE_ADMIN_TOKEN` overrides it). `heddle agents` reads
+    /// it from the same place. Default: admin-token beside the default store.
+    #[arg(long, value_name = "FILE")]
+    admin_token_file: Option<PathBuf>,
     #[command(flatten)]
     security: crate::serve_tls::ServeSecurityArgs,
     #[command(flatten)]
@@ -209,7 +216,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             streaming: !args.conformance_no_streaming,
         },
     };
-    let hub = with_demo_agents_configured(builder.card_versions(args.card_versions), demo)
+    let registry = crate::hub_config::read(args.config.as_deref())?;
+    let token_file = args
+        .admin_token_file
+        .clone()
+        .unwrap_or_else(crate::hub_config::default_token_file);
+    let token = crate::hub_config::admin_token(&token_file)?;
+    builder = builder.admin(registry.admin_access(heddle_hub::AdminAccess::default().token(token)));
+    let builder = demo_builtins(builder.card_versions(args.card_versions), demo);
+    let hub = registry
+        .apply(builder)
         .default_agent(&args.default_agent)
         .try_build()
         .await?;
@@ -240,6 +256,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(s) = &signer {
         print_signer(s, &public_url);
     }
+    println!(
+        "  admin API      {public_url}/api/v1/admin/agents (token in {}; `heddle agents` uses it)",
+        token_file.display()
+    );
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
@@ -290,7 +310,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
 fn names(hub: &Hub) -> String {
     hub.agents()
         .iter()
-        .map(|a| a.id.as_str())
+        .map(|a| a.id.clone())
         .collect::<Vec<_>>()
         .join(", ")
 }

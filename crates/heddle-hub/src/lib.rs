@@ -3,40 +3,62 @@
 //! One server, many agents, laid out as hosted A2A platforms do:
 //!
 //! ```text
-//! GET  /api/v1/agents                                   the agents and their card URLs
+//! GET  /api/v1/agents                                   search the agents (text, tag, skill, kind; paged)
 //! GET  /api/v1/agents/{agentId}/.well-known/agent-card.json   (and agent.json)
 //! POST /api/v1/agents/{agentId}/a2a                     JSON-RPC 2.0 (+ SSE)
+//! ANY  /api/v1/agents/{agentId}/rest/…                  HTTP+JSON
 //! GET  /.well-known/agent-card.json                     the default agent's card
+//! GET  /.well-known/ai-catalog.json                     every listed agent's card (AI Catalog, provisional)
+//! ANY  /api/v1/admin/agents[/{agentId}]                 register, read, change, remove (admins only)
 //! ```
 //!
-//! With the `grpc` feature (default), [`Hub::grpc_routes`] gives every agent
-//! over gRPC (v1.0 `lf.a2a.v1` and v0.3 `a2a.v1`) for a listener of its own,
+//! The registry is live: agents are added, changed and removed while the
+//! hub runs ([`Hub::register`], [`Hub::update`], [`Hub::remove`], and the
+//! admin API), and every request looks its agent up when it arrives, so no
+//! other agent's requests or streams notice. An [`registry::AgentEntry`] is
+//! what a registration is: a `builtin` executor compiled into the hub
+//! ([`HubBuilder::builtin`]), or a `remote` A2A agent the hub fronts.
+//! Registrations made through the admin API are kept in the store's
+//! registry ([`heddle_store::RegistryStore`]) and come back at the next
+//! start; the builder's and config's are re-read at every start.
+//!
+//! With the `grpc` feature (default), [`Hub::grpc_app`] serves every agent
+//! over gRPC (v1.0 `lf.a2a.v1` and v0.3 `a2a.v1`) on a listener of its own,
 //! the tenant being the agent id; [`HubBuilder::grpc_url`] puts that listener
-//! in the cards. v0.3 gRPC requests carry no tenant: they reach the agent named
-//! by the `a2a-tenant` metadata, else the default agent (see
+//! in the cards. v0.3 gRPC requests carry no tenant: they reach the agent
+//! named by the `a2a-tenant` metadata, else the default agent (see
 //! `heddle_server::grpc`).
 //!
 //! The hub is built only on the public API of `heddle-server`: each agent is
 //! a [`heddle_server::RequestHandler`] with its own card, mounted with
 //! [`heddle_server::AgentRoutes`]. The demo agents live in [`agents`].
 
+pub mod admin;
 pub mod agents;
 mod auth;
+mod builder;
+pub mod config;
+mod discovery;
+mod live;
+pub mod registry;
+mod routes;
 
-use std::sync::Arc;
+use std::{collections::BTreeMap, sync::Arc};
 
-use axum::{Json, Router, routing::get};
+use axum::Router;
 use heddle_core::{VersionSet, v1};
 use heddle_server::{
-    AgentExecutor, AgentRoutes, Limits, RequestHandler, card_router, lenient_paths,
+    AgentExecutor, AgentRoutes, Limits, PushNotifier, RequestHandler, StreamSlots, card_router,
     limit::CallerLimits,
     profile::{Endpoints, GrpcEndpoint},
-    push::PushError,
 };
-use heddle_store::TaskStore;
-use serde_json::json;
+use heddle_store::{RegistryStore, StoreError, TaskStore};
 
+pub use admin::AdminAccess;
+pub use builder::{BuildError, HubBuilder};
 pub use heddle_server::profile::AgentProfile;
+pub use live::{LiveAgent, Origin};
+use registry::{AgentEntry, AgentKind, EntryError};
 
 /// One hosted agent.
 #[derive(Clone, Debug)]
@@ -54,7 +76,7 @@ pub struct Bindings {
     pub jsonrpc: bool,
     /// HTTP+JSON at `…/{agentId}/rest`: v1.0, and v0.3 under `…/rest/v1/`.
     pub rest: bool,
-    /// gRPC, v1.0 and v0.3, on its own listener ([`Hub::grpc_routes`]); the
+    /// gRPC, v1.0 and v0.3, on its own listener ([`Hub::grpc_app`]); the
     /// cards list it only when [`HubBuilder::grpc_url`] says where that is.
     pub grpc: bool,
 }
@@ -69,83 +91,231 @@ impl Default for Bindings {
     }
 }
 
-/// A server of many agents.
-#[derive(Clone, Debug)]
+/// Runs on each agent's finished card before it is served (see [`HubBuilder::card_hook`]).
+pub type CardHook = Arc<dyn Fn(&str, &mut v1::AgentCard) + Send + Sync>;
+
+/// An executor compiled into the hub, which `builtin` entries name.
+#[derive(Clone)]
+pub struct Builtin {
+    /// Its card, before the hub adds interfaces.
+    pub profile: AgentProfile,
+    /// What runs its tasks.
+    pub executor: Arc<dyn AgentExecutor>,
+}
+
+impl std::fmt::Debug for Builtin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Builtin")
+            .field("name", &self.profile.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a registration was refused or could not be kept.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// The entry breaks a rule ([`AgentEntry::check`]).
+    #[error("invalid registration: {0}")]
+    Invalid(#[from] EntryError),
+    /// An a2ahub manifest breaks its schema.
+    #[error("the manifest breaks its schema in {} place(s)", .0.len())]
+    Manifest(Vec<(String, String)>),
+    /// No builtin executor has the name the entry gives.
+    #[error("no builtin agent {0:?} in this hub (builtins: {1})")]
+    UnknownBuiltin(String, String),
+    /// An agent with this id exists already.
+    #[error("an agent {0:?} is registered already")]
+    Exists(String),
+    /// No agent has this id.
+    #[error("no agent {0:?} is registered")]
+    NotFound(String),
+    /// The upstream agent could not be reached or answered badly.
+    #[error("upstream agent: {0}")]
+    Upstream(String),
+    /// The registry could not be read or written.
+    #[error("registry store: {0}")]
+    Store(#[from] StoreError),
+}
+
+/// What every agent of a hub is built with.
+pub(crate) struct Shared {
+    pub(crate) public_url: String,
+    pub(crate) grpc_url: Option<String>,
+    pub(crate) store: Arc<dyn TaskStore>,
+    pub(crate) registry: Option<Arc<dyn RegistryStore>>,
+    pub(crate) limits: Limits,
+    pub(crate) bindings: Bindings,
+    pub(crate) versions: VersionSet,
+    pub(crate) auth: Option<heddle_auth::Authenticator>,
+    pub(crate) card_hook: Option<CardHook>,
+    pub(crate) notifier: Option<PushNotifier>,
+    pub(crate) streams: StreamSlots,
+    pub(crate) caller_limits: CallerLimits,
+    pub(crate) builtins: BTreeMap<String, Builtin>,
+    pub(crate) default_agent: Option<String>,
+    pub(crate) admin: AdminAccess,
+    pub(crate) live: live::LiveTable,
+    /// One registry change at a time: the store write and the table swap
+    /// of one change are not interleaved with another's.
+    pub(crate) changes: tokio::sync::Mutex<()>,
+    #[cfg(feature = "grpc")]
+    pub(crate) grpc: heddle_server::grpc::GrpcRouter,
+}
+
+/// A server of many agents. Cheap to clone: clones share the registry.
+#[derive(Clone)]
 pub struct Hub {
-    public_url: String,
-    agents: Vec<HostedAgent>,
-    default_agent: Option<String>,
-    bindings: Bindings,
+    pub(crate) shared: Arc<Shared>,
     push_signer: Option<Arc<heddle_server::push::PushSigner>>,
     /// Extra public keys for `/.well-known/jwks.json` (see [`HubBuilder::publish_keys`]).
     published_keys: Vec<serde_json::Value>,
     #[cfg(feature = "grpc")]
-    grpc: Option<tonic::service::Routes>,
-    auth: Option<heddle_auth::Authenticator>,
-    caller_limits: CallerLimits,
+    grpc_routes: Option<tonic::service::Routes>,
 }
 
-/// An agent added to a [`HubBuilder`], made into a handler at build time so
-/// its card lists whatever bindings and URLs the builder ends up with.
-struct PendingAgent {
-    id: String,
-    profile: AgentProfile,
-    executor: Arc<dyn AgentExecutor>,
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub")
+            .field("public_url", &self.shared.public_url)
+            .field("agents", &self.shared.live.len())
+            .finish_non_exhaustive()
+    }
 }
-
-/// Builds a [`Hub`].
-pub struct HubBuilder {
-    public_url: String,
-    grpc_url: Option<String>,
-    store: Arc<dyn TaskStore>,
-    limits: Limits,
-    agents: Vec<PendingAgent>,
-    default_agent: Option<String>,
-    bindings: Bindings,
-    versions: VersionSet,
-    auth: Option<heddle_auth::Authenticator>,
-    card_hook: Option<CardHook>,
-    push: Option<heddle_server::PushOptions>,
-    published_keys: Vec<serde_json::Value>,
-    caller_limits: CallerLimits,
-}
-
-/// Runs on each agent's finished card before it is served (see [`HubBuilder::card_hook`]).
-pub type CardHook = Arc<dyn Fn(&str, &mut v1::AgentCard) + Send + Sync>;
 
 impl Hub {
     /// A builder for a hub reachable at `public_url` (e.g. `http://127.0.0.1:8080`).
     pub fn builder(public_url: impl Into<String>, store: Arc<dyn TaskStore>) -> HubBuilder {
-        HubBuilder {
-            public_url: public_url.into().trim_end_matches('/').to_owned(),
-            grpc_url: None,
-            store,
-            limits: Limits::default(),
-            agents: Vec::new(),
-            default_agent: None,
-            bindings: Bindings::default(),
-            versions: VersionSet::ALL,
-            auth: None,
-            card_hook: None,
-            push: None,
-            published_keys: Vec::new(),
-            caller_limits: CallerLimits::unlimited(),
-        }
+        HubBuilder::new(public_url.into(), store)
     }
 
-    /// The hosted agents.
-    pub fn agents(&self) -> &[HostedAgent] {
-        &self.agents
+    /// The agents served now (enabled or not), by id.
+    pub fn agents(&self) -> Vec<HostedAgent> {
+        self.shared
+            .live
+            .all()
+            .iter()
+            .map(|a| HostedAgent {
+                id: a.entry.id.clone(),
+                handler: a.handler.clone(),
+            })
+            .collect()
     }
 
     /// The agent with `id`.
-    pub fn agent(&self, id: &str) -> Option<&HostedAgent> {
-        self.agents.iter().find(|a| a.id == id)
+    pub fn agent(&self, id: &str) -> Option<HostedAgent> {
+        self.shared.live.get(id).map(|a| HostedAgent {
+            id: a.entry.id.clone(),
+            handler: a.handler.clone(),
+        })
+    }
+
+    /// The registration of the agent `id`.
+    pub fn entry(&self, id: &str) -> Option<AgentEntry> {
+        self.shared.live.get(id).map(|a| a.entry.clone())
+    }
+
+    /// Every registration, by id.
+    pub fn entries(&self) -> Vec<AgentEntry> {
+        self.shared
+            .live
+            .all()
+            .iter()
+            .map(|a| a.entry.clone())
+            .collect()
+    }
+
+    /// The names of the builtin executors `builtin` entries may name.
+    pub fn builtins(&self) -> Vec<String> {
+        self.shared.builtins.keys().cloned().collect()
+    }
+
+    /// The hub's public URL.
+    pub fn public_url(&self) -> &str {
+        &self.shared.public_url
     }
 
     /// Base URL of an agent.
     pub fn agent_url(public_url: &str, id: &str) -> String {
         format!("{public_url}/api/v1/agents/{id}")
+    }
+
+    /// Registers a new agent and serves it from the next request on; kept in
+    /// the registry store (when the hub's store has one), so it survives a
+    /// restart. Refused if the id is taken.
+    pub async fn register(&self, entry: AgentEntry) -> Result<AgentEntry, RegistryError> {
+        let _change = self.shared.changes.lock().await;
+        if self.shared.live.get(&entry.id).is_some() {
+            return Err(RegistryError::Exists(entry.id));
+        }
+        self.put(entry, Origin::Api).await
+    }
+
+    /// Replaces the registration of an existing agent (same id). Requests in
+    /// flight finish on the agent as it was; its tasks are kept.
+    pub async fn update(&self, entry: AgentEntry) -> Result<AgentEntry, RegistryError> {
+        let _change = self.shared.changes.lock().await;
+        if self.shared.live.get(&entry.id).is_none() {
+            return Err(RegistryError::NotFound(entry.id));
+        }
+        self.put(entry, Origin::Api).await
+    }
+
+    /// Stops serving the agent `id` and forgets its registration. Its open
+    /// streams run to their end; its tasks stay in the store.
+    pub async fn remove(&self, id: &str) -> Result<AgentEntry, RegistryError> {
+        let _change = self.shared.changes.lock().await;
+        if let Some(registry) = &self.shared.registry {
+            registry.delete_agent(id).await?;
+        }
+        let gone = self
+            .shared
+            .live
+            .remove(id)
+            .ok_or_else(|| RegistryError::NotFound(id.to_owned()))?;
+        #[cfg(feature = "grpc")]
+        self.shared.grpc.remove(id);
+        Ok(gone.entry.clone())
+    }
+
+    /// Builds the agent `id` anew from its registration: a remote agent's
+    /// card is fetched again from its upstream.
+    pub async fn refresh(&self, id: &str) -> Result<AgentEntry, RegistryError> {
+        let _change = self.shared.changes.lock().await;
+        let live = self
+            .shared
+            .live
+            .get(id)
+            .ok_or_else(|| RegistryError::NotFound(id.to_owned()))?;
+        let mut entry = live.entry.clone();
+        entry.upstream_card = None;
+        self.put(entry, live.origin).await
+    }
+
+    /// Builds the agent, keeps an API registration in the store, then swaps
+    /// it in. The caller holds `changes`.
+    pub(crate) async fn put(
+        &self,
+        entry: AgentEntry,
+        origin: Origin,
+    ) -> Result<AgentEntry, RegistryError> {
+        entry.check()?;
+        let agent = self.shared.build_agent(entry, origin).await?;
+        if origin == Origin::Api
+            && let Some(registry) = &self.shared.registry
+        {
+            let doc = serde_json::to_string(&agent.entry)
+                .map_err(|e| RegistryError::Upstream(e.to_string()))?;
+            registry.put_agent(&agent.entry.id, &doc).await?;
+        }
+        let entry = agent.entry.clone();
+        #[cfg(feature = "grpc")]
+        if entry.enabled {
+            self.shared.grpc.insert(agent.handler.clone());
+        } else {
+            self.shared.grpc.remove(&entry.id);
+        }
+        self.shared.live.insert(agent);
+        Ok(entry)
     }
 
     /// The gRPC services of every agent (tenant = agent id; requests with no
@@ -157,365 +327,174 @@ impl Hub {
     /// [`Hub::grpc_app`], which applies it (fail closed).
     #[cfg(feature = "grpc")]
     pub fn grpc_routes(&self) -> Option<tonic::service::Routes> {
-        if self.auth.is_some() {
+        if self.shared.auth.is_some() {
             return None;
         }
-        self.grpc.clone()
+        self.grpc_routes.clone()
     }
 
     /// The gRPC services as an axum router, behind the hub's authenticator
     /// when it has one (health stays public). `None` when gRPC is off.
     #[cfg(feature = "grpc")]
     pub fn grpc_app(&self) -> Option<Router> {
-        let app = self.grpc.clone()?.into_axum_router();
+        let app = self.grpc_routes.clone()?.into_axum_router();
         // Inside the authenticator, so the rate is counted per caller.
         let app = self
+            .shared
             .caller_limits
             .layer(app, heddle_server::limit::Binding::Grpc);
-        Some(match &self.auth {
+        Some(match &self.shared.auth {
             Some(auth) => app.layer(auth.layer(heddle_server::Binding::Grpc)),
             None => app,
         })
     }
 
     /// Every agent behind one [`heddle_server::grpc::GrpcRouter`], for callers
-    /// who compose their own gRPC server.
+    /// who compose their own gRPC server. It follows the registry: agents
+    /// registered or removed later are served or gone there too.
     #[cfg(feature = "grpc")]
     pub fn grpc_router(&self) -> heddle_server::grpc::GrpcRouter {
-        let mut router = heddle_server::grpc::GrpcRouter::new();
-        for a in &self.agents {
-            router = router.agent(a.handler.clone());
-        }
-        match &self.default_agent {
-            Some(id) => router.default_agent(id.clone()),
-            None => router,
-        }
+        self.shared.grpc.clone()
     }
 
-    /// The hub's routes. A path with a trailing or doubled slash reaches
-    /// the same route ([`heddle_server::lenient_paths`]).
-    pub fn router(&self) -> Router {
-        let listing: Vec<serde_json::Value> = self
-            .agents
-            .iter()
-            .map(|a| {
-                let base = Self::agent_url(&self.public_url, &a.id);
-                json!({
-                    "id": a.id,
-                    "name": a.handler.card().name,
-                    "description": a.handler.card().description,
-                    "cardUrl": format!("{base}/.well-known/agent-card.json"),
-                    "url": format!("{base}/a2a"),
-                })
-            })
-            .collect();
-        let listing = Arc::new(json!({ "agents": listing }));
-        let mut router = Router::new();
-        for a in &self.agents {
-            let mut routes =
-                AgentRoutes::new(a.handler.clone()).under(format!("/api/v1/agents/{}", a.id));
-            routes = if self.bindings.jsonrpc {
-                routes.jsonrpc_at("/a2a")
-            } else {
-                routes.without_jsonrpc()
-            };
-            if self.bindings.rest {
-                routes = routes.rest_at("/rest");
-            }
-            if let Some(auth) = &self.auth {
-                // Each binding behind the authenticator, which answers in
-                // that binding's error form; the cards stay public.
-                let auth = auth.clone();
-                routes = routes.around_bindings(move |binding, r| r.layer(auth.layer(binding)));
-            }
-            router = router.merge(routes.router());
-        }
-        if let Some(default) = self.default_agent.as_deref().and_then(|id| self.agent(id)) {
-            // The root serves the default agent's card; its interfaces stay absolute.
-            router = router.merge(card_router(default.handler.card()));
-        }
-        let router = router.route(
-            "/api/v1/agents",
-            get(move || async move { Json((*listing).clone()) }),
-        );
-        // One public JWKS for every key this server signs with: push
-        // deliveries' and any published (card-signing) keys.
+    /// The public keys of `/.well-known/jwks.json`: push deliveries' and any
+    /// published (card-signing) keys.
+    pub(crate) fn jwks(&self) -> Vec<serde_json::Value> {
         let mut keys = self.published_keys.clone();
         if let Some(signer) = &self.push_signer
             && let Some(push_keys) = signer.jwks().get("keys").and_then(|k| k.as_array())
         {
             keys.extend(push_keys.iter().cloned());
         }
-        let ids: Arc<Vec<String>> = Arc::new(self.agents.iter().map(|a| a.id.clone()).collect());
-        let router = router.fallback(move |uri: axum::http::Uri| {
-            let ids = ids.clone();
-            async move { not_found(&ids, uri.path()) }
-        });
-        if keys.is_empty() {
-            return lenient_paths(router);
-        }
-        let jwks = Arc::new(json!({ "keys": keys }));
-        lenient_paths(router.route(
-            "/.well-known/jwks.json",
-            get(move || async move { Json((*jwks).clone()) }),
-        ))
+        keys
     }
 }
 
-/// The JSON answer to a path no route takes: which agent is unknown, or
-/// that the agent has no such endpoint.
-fn not_found(ids: &[String], path: &str) -> axum::response::Response {
-    use axum::response::IntoResponse as _;
-    let message = match path
-        .strip_prefix("/api/v1/agents/")
-        .and_then(|rest| rest.split('/').next())
-    {
-        Some(id) if !ids.iter().any(|known| known == id) => {
-            format!(
-                "no agent {:?} on this hub (GET /api/v1/agents lists them)",
-                shorten(id)
-            )
-        }
-        Some(id) => format!(
-            "agent {id:?} has no endpoint at {:?}: JSON-RPC is POST …/a2a, REST under …/rest, the card at …/.well-known/agent-card.json",
-            shorten(path)
-        ),
-        None => format!(
-            "nothing at {:?} (the agents are under /api/v1/agents)",
-            shorten(path)
-        ),
-    };
-    (
-        axum::http::StatusCode::NOT_FOUND,
-        Json(json!({ "error": { "code": 404, "status": "NOT_FOUND", "message": message } })),
-    )
-        .into_response()
-}
-
-/// At most 120 characters of a caller's path, for an error message.
-fn shorten(s: &str) -> &str {
-    match s.char_indices().nth(120) {
-        Some((i, _)) => &s[..i],
-        None => s,
-    }
-}
-
-impl HubBuilder {
-    /// Per-caller request rate and running-task limits, for the hub as a
-    /// whole (default: none).
-    #[must_use]
-    pub fn caller_limits(mut self, limits: CallerLimits) -> Self {
-        self.caller_limits = limits;
-        self
-    }
-
-    /// Limits applied to every agent.
-    #[must_use]
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// The bindings to serve; the cards list them.
-    #[must_use]
-    pub fn bindings(mut self, bindings: Bindings) -> Self {
-        self.bindings = bindings;
-        self
-    }
-
-    /// The protocol versions to serve (default: 1.0 and 0.3). The cards list
-    /// interfaces of these versions only, so with 1.0 alone they are strict
-    /// v1.0 cards (no v0.3 members), and a call in another version is
-    /// VersionNotSupported on every binding.
-    #[must_use]
-    pub fn card_versions(mut self, versions: VersionSet) -> Self {
-        self.versions = versions;
-        self
-    }
-
-    /// Where callers reach the gRPC listener, `host:port` (or
-    /// `http://host:port`). The gRPC address is not the HTTP public URL, so
-    /// without this the cards list no gRPC interface.
-    #[must_use]
-    pub fn grpc_url(mut self, url: impl Into<String>) -> Self {
-        self.grpc_url = Some(url.into());
-        self
-    }
-
-    /// The agent whose card the root well-known path serves.
-    #[must_use]
-    pub fn default_agent(mut self, id: impl Into<String>) -> Self {
-        self.default_agent = Some(id.into());
-        self
-    }
-
-    /// Guards every agent (HTTP and gRPC) with `auth`: calls without a valid
-    /// credential are refused, each card declares the accepted schemes, and
-    /// authenticated callers get an extended card.
-    #[must_use]
-    pub fn authenticator(mut self, auth: heddle_auth::Authenticator) -> Self {
-        self.auth = Some(auth);
-        self
-    }
-
-    /// Runs `hook(agent_id, card)` on each agent's card once its interfaces
-    /// are set, before anything serves it: to sign it, for example
-    /// (`heddle_signing::CardSigner::sign`). With an authenticator it runs on
-    /// the extended card too.
-    #[must_use]
-    pub fn card_hook(mut self, hook: CardHook) -> Self {
-        self.card_hook = Some(hook);
-        self
-    }
-
-    /// Public keys (JWKs) to publish at `/.well-known/jwks.json` beside the
-    /// push-delivery key: a card-signing key, for example, so one JWKS
-    /// serves every key this server signs with.
-    #[must_use]
-    pub fn publish_keys(mut self, keys: impl IntoIterator<Item = serde_json::Value>) -> Self {
-        self.published_keys.extend(keys);
-        self
-    }
-
-    /// Delivers push notifications with these options: every agent's card
-    /// declares `capabilities.pushNotifications`, and the delivery worker
-    /// starts with the hub (picking up deliveries a previous process left).
-    /// Configs and deliveries are kept in the hub's store, which must keep
-    /// them (`TaskStore::push_store`; memory and SQLite do), or
-    /// [`try_build`](Self::try_build) fails.
-    #[must_use]
-    pub fn push(mut self, opts: heddle_server::PushOptions) -> Self {
-        self.push = Some(opts);
-        self
-    }
-
-    /// Adds an agent; at build time its card gets the hub's interface URLs.
-    #[must_use]
-    pub fn agent(
-        mut self,
-        id: &str,
-        profile: AgentProfile,
-        executor: Arc<dyn AgentExecutor>,
-    ) -> Self {
-        self.agents.push(PendingAgent {
-            id: id.to_owned(),
-            profile,
-            executor,
-        });
-        self
-    }
-
-    /// Finishes the hub. Fails tasks a previous process left running (once, for the shared store).
-    ///
-    /// # Panics
-    /// Never for the demo setup; see [`try_build`](Self::try_build) for the error.
-    pub async fn build(self) -> Hub {
-        match self.try_build().await {
-            Ok(hub) => hub,
-            Err(e) => panic!("cannot build the hub: {e}"),
+impl Shared {
+    /// The executor and card profile an entry names.
+    async fn resolve(
+        &self,
+        entry: &mut AgentEntry,
+    ) -> Result<(AgentProfile, Arc<dyn AgentExecutor>), RegistryError> {
+        match entry.kind {
+            AgentKind::Builtin => {
+                let name = entry.builtin_name();
+                let b = self.builtins.get(name).ok_or_else(|| {
+                    RegistryError::UnknownBuiltin(
+                        name.to_owned(),
+                        self.builtins
+                            .keys()
+                            .map(String::as_str)
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    )
+                })?;
+                Ok((b.profile.clone(), b.executor.clone()))
+            }
+            AgentKind::Remote => Err(RegistryError::Upstream(
+                "remote agents are not available in this build".into(),
+            )),
         }
     }
 
-    /// [`build`](Self::build), reporting a push notifier that cannot start.
-    pub async fn try_build(self) -> Result<Hub, PushError> {
-        let streams = heddle_server::StreamSlots::new(
-            self.limits.max_streams,
-            self.limits.max_streams_per_caller,
+    /// Builds the whole agent an entry describes: its card with the hub's
+    /// interfaces (signed by the card hook), its handler and its routes.
+    async fn build_agent(
+        &self,
+        mut entry: AgentEntry,
+        origin: Origin,
+    ) -> Result<LiveAgent, RegistryError> {
+        let (mut profile, executor) = self.resolve(&mut entry).await?;
+        if let Some(name) = &entry.name {
+            profile.name.clone_from(name);
+        }
+        if let Some(description) = &entry.description {
+            profile.description.clone_from(description);
+        }
+        let id = entry.id.clone();
+        let card = card_for_endpoints(
+            &self.public_url,
+            self.grpc_url.as_deref(),
+            &id,
+            &profile,
+            self.bindings,
+            self.versions,
         );
-        let notifier = self
-            .push
-            .clone()
-            .map(|opts| {
-                let store = self.store.clone().push_store();
-                heddle_server::PushNotifier::new(store.ok_or(PushError::NoStore)?, opts)
-            })
-            .transpose()?;
-        let grpc_url = self.grpc_url.as_deref();
-        let agents: Vec<HostedAgent> = self
-            .agents
-            .into_iter()
-            .map(|a| {
-                let card = card_for_endpoints(
-                    &self.public_url,
-                    grpc_url,
-                    &a.id,
-                    &a.profile,
-                    self.bindings,
-                    self.versions,
-                );
-                let (mut card, mut extended) = match &self.auth {
-                    Some(auth) => {
-                        let (card, extended) = auth::secured_cards(auth, card);
-                        (card, Some(extended))
-                    }
-                    None => (card, None),
-                };
-                // The extended card is served like the public one: same
-                // capabilities, and signed by the same hook.
-                for served in std::iter::once(&mut card).chain(extended.as_mut()) {
-                    if notifier.is_some()
-                        && let Some(caps) = served.capabilities.as_mut()
-                    {
-                        caps.push_notifications = Some(true);
-                    }
-                    // Last: a signature covers the card exactly as served.
-                    if let Some(hook) = &self.card_hook {
-                        hook(&a.id, served);
-                    }
-                }
-                let mut handler =
-                    RequestHandler::builder(a.id.clone(), card, a.executor, self.store.clone())
-                        .limits(self.limits.clone())
-                        // `max_streams` and the caller limits hold for the
-                        // hub, not for each agent.
-                        .stream_slots(streams.clone())
-                        .caller_limits(self.caller_limits.clone())
-                        .versions(self.versions);
-                if let Some(extended) = extended {
-                    handler = handler.extended_card(extended);
-                }
-                if let Some(n) = &notifier {
-                    handler = handler.push(n.clone());
-                }
-                HostedAgent {
-                    id: a.id,
-                    handler: handler.build(),
-                }
-            })
-            .collect();
-        if let Some(first) = agents.first() {
-            match first.handler.recover().await {
-                Ok(0) => {}
-                Ok(n) => tracing::warn!(
-                    tasks = n,
-                    "marked tasks interrupted by the last shutdown as FAILED"
-                ),
-                Err(e) => tracing::error!(error = %e, "could not recover interrupted tasks"),
+        let (mut card, mut extended) = match &self.auth {
+            Some(auth) => {
+                let (card, extended) = auth::secured_cards(auth, card);
+                (card, Some(extended))
+            }
+            None => (card, None),
+        };
+        // The extended card is served like the public one: same
+        // capabilities, and signed by the same hook.
+        for served in std::iter::once(&mut card).chain(extended.as_mut()) {
+            if self.notifier.is_some()
+                && let Some(caps) = served.capabilities.as_mut()
+            {
+                caps.push_notifications = Some(true);
+            }
+            // Last: a signature covers the card exactly as served.
+            if let Some(hook) = &self.card_hook {
+                hook(&id, served);
             }
         }
-        // The worker runs as long as the runtime does (the router, not the
-        // hub, is what a server keeps).
-        if let Some(n) = &notifier {
-            drop(n.start().await?);
+        let mut limits = self.limits.clone();
+        if let Some(n) = entry.limits.max_body_bytes {
+            limits.max_body_bytes = limits.max_body_bytes.min(n);
         }
-        #[allow(unused_mut)] // assigned only with the grpc feature
-        let mut hub = Hub {
-            public_url: self.public_url,
-            agents,
-            default_agent: self.default_agent,
-            bindings: self.bindings,
-            push_signer: self.push.as_ref().and_then(|p| p.signer.clone()),
-            published_keys: self.published_keys,
-            #[cfg(feature = "grpc")]
-            grpc: None,
-            auth: self.auth,
-            caller_limits: self.caller_limits,
+        if let Some(n) = entry.limits.max_parts {
+            limits.max_parts = limits.max_parts.min(n);
+        }
+        let root_card = card_router(&card);
+        let mut handler = RequestHandler::builder(id.clone(), card, executor, self.store.clone())
+            .limits(limits)
+            // `max_streams` and the caller limits hold for the hub, not
+            // for each agent.
+            .stream_slots(self.streams.clone())
+            .caller_limits(self.caller_limits.clone())
+            .versions(self.versions);
+        if let Some(extended) = extended {
+            handler = handler.extended_card(extended);
+        }
+        if let Some(n) = &self.notifier {
+            handler = handler.push(n.clone());
+        }
+        let handler = handler.build();
+        let routes = self.agent_routes(&handler);
+        Ok(LiveAgent {
+            entry,
+            origin,
+            handler,
+            routes,
+            root_card,
+        })
+    }
+
+    /// The HTTP routes of one agent under `/api/v1/agents/{id}`.
+    fn agent_routes(&self, handler: &RequestHandler) -> Router {
+        let id = handler.agent_id().to_owned();
+        let mut routes = AgentRoutes::new(handler.clone()).under(format!("/api/v1/agents/{id}"));
+        routes = if self.bindings.jsonrpc {
+            routes.jsonrpc_at("/a2a")
+        } else {
+            routes.without_jsonrpc()
         };
-        #[cfg(feature = "grpc")]
-        if hub.bindings.grpc {
-            hub.grpc = Some(hub.grpc_router().routes().await);
+        if self.bindings.rest {
+            routes = routes.rest_at("/rest");
         }
-        Ok(hub)
+        if let Some(auth) = &self.auth {
+            // Each binding behind the authenticator, which answers in that
+            // binding's error form; the cards stay public.
+            let auth = auth.clone();
+            routes = routes.around_bindings(move |binding, r| r.layer(auth.layer(binding)));
+        }
+        let ids = Arc::new(id);
+        heddle_server::lenient_paths(routes.router().fallback(move |uri: axum::http::Uri| {
+            let ids = ids.clone();
+            async move { routes::agent_path_not_found(&ids, uri.path()) }
+        }))
     }
 }
 

@@ -525,7 +525,9 @@ async fn push_needs_a_store_that_keeps_push_configs() {
         .await;
     assert!(matches!(
         built,
-        Err(heddle_server::push::PushError::NoStore)
+        Err(heddle_hub::BuildError::Push(
+            heddle_server::push::PushError::NoStore
+        ))
     ));
     // Without push the same store serves.
     let hub = with_demo_agents(Hub::builder("http://test.local", store))

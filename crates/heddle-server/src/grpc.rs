@@ -51,7 +51,11 @@
 //! the generated server (see [`unary`]); the generated servers alone are
 //! [`GrpcRouter::v1_service`] and [`GrpcRouter::v03_service`].
 
-use std::{collections::BTreeMap, pin::Pin, sync::Arc};
+use std::{
+    collections::BTreeMap,
+    pin::Pin,
+    sync::{Arc, RwLock},
+};
 
 use futures::{Stream, StreamExt};
 use heddle_core::{
@@ -117,9 +121,13 @@ fn tenant_not_found(tenant: &str) -> Status {
 }
 
 /// Several agents' handlers behind one gRPC listener, keyed by tenant (agent id).
+///
+/// The agents are looked up per call, so a server can add and remove them
+/// while it runs ([`insert`](Self::insert), [`remove`](Self::remove)): every
+/// clone of a router, and the services made from it, share one set of agents.
 #[derive(Clone, Debug, Default)]
 pub struct GrpcRouter {
-    agents: BTreeMap<String, RequestHandler>,
+    agents: Arc<RwLock<BTreeMap<String, RequestHandler>>>,
     default_agent: Option<String>,
 }
 
@@ -131,9 +139,30 @@ impl GrpcRouter {
 
     /// Serves `handler` as the tenant named by its agent id.
     #[must_use]
-    pub fn agent(mut self, handler: RequestHandler) -> Self {
-        self.agents.insert(handler.agent_id().to_owned(), handler);
+    pub fn agent(self, handler: RequestHandler) -> Self {
+        self.insert(handler);
         self
+    }
+
+    /// Serves `handler` as the tenant named by its agent id from the next
+    /// call on, replacing the agent of that id if there was one (its calls
+    /// in flight finish on the old handler).
+    pub fn insert(&self, handler: RequestHandler) {
+        self.write().insert(handler.agent_id().to_owned(), handler);
+    }
+
+    /// Stops serving the agent `id`; whether it was served.
+    pub fn remove(&self, id: &str) -> bool {
+        self.write().remove(id).is_some()
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, RequestHandler>> {
+        // Every write leaves the map whole, so a poisoned lock is still usable.
+        self.agents.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, RequestHandler>> {
+        self.agents.write().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The agent that answers requests with no tenant.
@@ -145,21 +174,19 @@ impl GrpcRouter {
 
     /// The handler for `tenant` (see the module docs for the rule). `field`
     /// names where the tenant came from, for the error.
-    pub fn resolve(&self, tenant: &str, field: &str) -> Result<&RequestHandler, Status> {
+    pub fn resolve(&self, tenant: &str, field: &str) -> Result<RequestHandler, Status> {
+        let agents = self.read();
         if !tenant.is_empty() {
-            return self
-                .agents
+            return agents
                 .get(tenant)
+                .cloned()
                 .ok_or_else(|| tenant_not_found(tenant));
         }
-        let default = self
-            .default_agent
-            .as_deref()
-            .and_then(|id| self.agents.get(id));
-        let only = (self.agents.len() == 1)
-            .then(|| self.agents.values().next())
+        let default = self.default_agent.as_deref().and_then(|id| agents.get(id));
+        let only = (agents.len() == 1)
+            .then(|| agents.values().next())
             .flatten();
-        default.or(only).ok_or_else(|| {
+        default.or(only).cloned().ok_or_else(|| {
             status(&A2aError::invalid_field(
                 field,
                 "is required: this server hosts several agents; use the tenant of the agent card's gRPC interface",
@@ -169,7 +196,7 @@ impl GrpcRouter {
 
     /// Largest request any agent accepts, the decoding limit of both services.
     fn max_message_bytes(&self) -> usize {
-        self.agents
+        self.read()
             .values()
             .map(|h| h.limits().max_body_bytes)
             .max()
@@ -542,7 +569,7 @@ impl V03Service {
     }
 
     /// The agent named by the `a2a-tenant` metadata, or the default one.
-    fn handler(&self, inc: &Incoming) -> Result<&RequestHandler, Status> {
+    fn handler(&self, inc: &Incoming) -> Result<RequestHandler, Status> {
         let tenant = inc
             .meta
             .get(TENANT_METADATA)

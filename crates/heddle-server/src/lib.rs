@@ -73,7 +73,7 @@ pub use handler::{
     CallContext, EventStream, HandlerBuilder, Limits, Reply, RequestHandler, StreamSlots,
 };
 pub use push::{PushNotifier, PushOptions, PushPolicy};
-pub use server::{AgentRoutes, card_router, lenient_paths};
+pub use server::{AgentRoutes, CARD_PATHS, card_router, lenient_paths, normalize_path};
 
 /// A fresh, time-ordered id (UUID v7, RFC 9562): Unix milliseconds, then
 /// the fraction of the millisecond in the 12 bits of `rand_a` (the RFC's

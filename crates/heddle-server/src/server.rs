@@ -146,8 +146,10 @@ pub fn lenient_paths(router: Router) -> Router {
     }))
 }
 
-/// The request with its path's trailing and doubled slashes removed.
-fn normalize_path<B>(mut req: axum::http::Request<B>) -> axum::http::Request<B> {
+/// The request with its path's trailing and doubled slashes removed (the
+/// rewrite [`lenient_paths`] retries with), for a server that dispatches
+/// requests itself.
+pub fn normalize_path<B>(mut req: axum::http::Request<B>) -> axum::http::Request<B> {
     let path = req.uri().path();
     if path.len() <= 1 || !(path.ends_with('/') || path.contains("//")) {
         return req;

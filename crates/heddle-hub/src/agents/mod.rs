@@ -46,9 +46,24 @@ pub fn with_demo_agents_using(hub: HubBuilder, writer_stream: WriterStream) -> H
     )
 }
 
-/// Adds the four demo agents to a hub, set up as `options` say.
+/// Adds the four demo agents to a hub, set up as `options` say: each a
+/// builtin served under its own name.
 pub fn with_demo_agents_configured(hub: HubBuilder, options: DemoOptions) -> HubBuilder {
-    hub.agent(
+    DEMO_AGENTS
+        .iter()
+        .fold(demo_builtins(hub, options), |hub, id| {
+            hub.entry(crate::registry::AgentEntry::builtin(*id, *id))
+        })
+}
+
+/// The demo agents' ids, which are also their builtin names.
+pub const DEMO_AGENTS: [&str; 4] = ["echo", "writer", "writer-stream", "conformance"];
+
+/// Makes the four demo agents available as builtins, set up as `options`
+/// say, without serving them: a registration (the config's `[[agents]]`
+/// tables or the admin API) names the ones to serve.
+pub fn demo_builtins(hub: HubBuilder, options: DemoOptions) -> HubBuilder {
+    hub.builtin(
         "echo",
         AgentProfile::new(
             "echo",
@@ -58,7 +73,7 @@ pub fn with_demo_agents_configured(hub: HubBuilder, options: DemoOptions) -> Hub
         ),
         Arc::new(Echo),
     )
-    .agent(
+    .builtin(
         "writer",
         AgentProfile {
             input_modes: vec!["text/plain".into(), "application/pdf".into()],
@@ -71,7 +86,7 @@ pub fn with_demo_agents_configured(hub: HubBuilder, options: DemoOptions) -> Hub
         },
         Arc::new(Writer),
     )
-    .agent(
+    .builtin(
         "writer-stream",
         AgentProfile::new(
             "writer-stream",
@@ -81,7 +96,7 @@ pub fn with_demo_agents_configured(hub: HubBuilder, options: DemoOptions) -> Hub
         ),
         Arc::new(options.writer_stream),
     )
-    .agent(
+    .builtin(
         "conformance",
         conformance_profile(options.conformance),
         Arc::new(Conformance::default()),

@@ -1,0 +1,353 @@
+//! [`HubBuilder`]: the settings every agent of a hub shares, the builtin
+//! executors, and the registrations to serve from the start.
+
+use std::{collections::BTreeMap, sync::Arc};
+
+use heddle_core::VersionSet;
+use heddle_server::{AgentExecutor, Limits, limit::CallerLimits, push::PushError};
+use heddle_store::TaskStore;
+
+use crate::{
+    AdminAccess, AgentProfile, Bindings, Builtin, CardHook, Hub, Origin, RegistryError, Shared,
+    live::LiveTable, registry::AgentEntry,
+};
+
+/// Builds a [`Hub`].
+pub struct HubBuilder {
+    public_url: String,
+    grpc_url: Option<String>,
+    store: Arc<dyn TaskStore>,
+    limits: Limits,
+    builtins: BTreeMap<String, Builtin>,
+    entries: Vec<AgentEntry>,
+    default_agent: Option<String>,
+    bindings: Bindings,
+    versions: VersionSet,
+    auth: Option<heddle_auth::Authenticator>,
+    card_hook: Option<CardHook>,
+    push: Option<heddle_server::PushOptions>,
+    published_keys: Vec<serde_json::Value>,
+    caller_limits: CallerLimits,
+    admin: AdminAccess,
+    keep_registrations: bool,
+}
+
+/// Why a hub could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// The push notifier could not start.
+    #[error(transparent)]
+    Push(#[from] PushError),
+    /// A registration of the builder or config was refused.
+    #[error("agent {id:?}: {error}")]
+    Agent {
+        /// The agent id.
+        id: String,
+        /// Why.
+        error: RegistryError,
+    },
+}
+
+impl HubBuilder {
+    pub(crate) fn new(public_url: String, store: Arc<dyn TaskStore>) -> Self {
+        Self {
+            public_url: public_url.trim_end_matches('/').to_owned(),
+            grpc_url: None,
+            store,
+            limits: Limits::default(),
+            builtins: BTreeMap::new(),
+            entries: Vec::new(),
+            default_agent: None,
+            bindings: Bindings::default(),
+            versions: VersionSet::ALL,
+            auth: None,
+            card_hook: None,
+            push: None,
+            published_keys: Vec::new(),
+            caller_limits: CallerLimits::unlimited(),
+            admin: AdminAccess::default(),
+            keep_registrations: true,
+        }
+    }
+
+    /// Per-caller request rate and running-task limits, for the hub as a
+    /// whole (default: none).
+    #[must_use]
+    pub fn caller_limits(mut self, limits: CallerLimits) -> Self {
+        self.caller_limits = limits;
+        self
+    }
+
+    /// Limits applied to every agent (an entry may only tighten them).
+    #[must_use]
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The bindings to serve; the cards list them.
+    #[must_use]
+    pub fn bindings(mut self, bindings: Bindings) -> Self {
+        self.bindings = bindings;
+        self
+    }
+
+    /// The protocol versions to serve (default: 1.0 and 0.3). The cards list
+    /// interfaces of these versions only, so with 1.0 alone they are strict
+    /// v1.0 cards (no v0.3 members), and a call in another version is
+    /// VersionNotSupported on every binding.
+    #[must_use]
+    pub fn card_versions(mut self, versions: VersionSet) -> Self {
+        self.versions = versions;
+        self
+    }
+
+    /// Where callers reach the gRPC listener, `host:port` (or
+    /// `http://host:port`). The gRPC address is not the HTTP public URL, so
+    /// without this the cards list no gRPC interface.
+    #[must_use]
+    pub fn grpc_url(mut self, url: impl Into<String>) -> Self {
+        self.grpc_url = Some(url.into());
+        self
+    }
+
+    /// The agent whose card the root well-known path serves.
+    #[must_use]
+    pub fn default_agent(mut self, id: impl Into<String>) -> Self {
+        self.default_agent = Some(id.into());
+        self
+    }
+
+    /// Guards every agent (HTTP and gRPC) with `auth`: calls without a valid
+    /// credential are refused, each card declares the accepted schemes, and
+    /// authenticated callers get an extended card.
+    #[must_use]
+    pub fn authenticator(mut self, auth: heddle_auth::Authenticator) -> Self {
+        self.auth = Some(auth);
+        self
+    }
+
+    /// Who may use the admin API (default: nobody).
+    #[must_use]
+    pub fn admin(mut self, admin: AdminAccess) -> Self {
+        self.admin = admin;
+        self
+    }
+
+    /// Whether registrations made through the admin API are kept in the
+    /// store and served again at the next start (default: yes, when the
+    /// store keeps a registry).
+    #[must_use]
+    pub fn keep_registrations(mut self, keep: bool) -> Self {
+        self.keep_registrations = keep;
+        self
+    }
+
+    /// Runs `hook(agent_id, card)` on each agent's card once its interfaces
+    /// are set, before anything serves it: to sign it, for example
+    /// (`heddle_signing::CardSigner::sign`). With an authenticator it runs on
+    /// the extended card too. Agents registered later go through it too.
+    #[must_use]
+    pub fn card_hook(mut self, hook: CardHook) -> Self {
+        self.card_hook = Some(hook);
+        self
+    }
+
+    /// Public keys (JWKs) to publish at `/.well-known/jwks.json` beside the
+    /// push-delivery key: a card-signing key, for example, so one JWKS
+    /// serves every key this server signs with.
+    #[must_use]
+    pub fn publish_keys(mut self, keys: impl IntoIterator<Item = serde_json::Value>) -> Self {
+        self.published_keys.extend(keys);
+        self
+    }
+
+    /// Delivers push notifications with these options: every agent's card
+    /// declares `capabilities.pushNotifications`, and the delivery worker
+    /// starts with the hub (picking up deliveries a previous process left).
+    /// Configs and deliveries are kept in the hub's store, which must keep
+    /// them (`TaskStore::push_store`; memory and SQLite do), or
+    /// [`try_build`](Self::try_build) fails.
+    #[must_use]
+    pub fn push(mut self, opts: heddle_server::PushOptions) -> Self {
+        self.push = Some(opts);
+        self
+    }
+
+    /// Makes the executor `name` available to `builtin` registrations,
+    /// without serving it: a registration (config or admin API) names it.
+    #[must_use]
+    pub fn builtin(
+        mut self,
+        name: &str,
+        profile: AgentProfile,
+        executor: Arc<dyn AgentExecutor>,
+    ) -> Self {
+        self.builtins
+            .insert(name.to_owned(), Builtin { profile, executor });
+        self
+    }
+
+    /// Serves `entry` from the start (a `[[agents]]` table of the config,
+    /// for example). Re-read at every start, not kept in the store.
+    #[must_use]
+    pub fn entry(mut self, entry: AgentEntry) -> Self {
+        self.entries.retain(|e| e.id != entry.id);
+        self.entries.push(entry);
+        self
+    }
+
+    /// Adds the executor as a builtin named `id` and serves it as `id`; at
+    /// build time its card gets the hub's interface URLs.
+    #[must_use]
+    pub fn agent(self, id: &str, profile: AgentProfile, executor: Arc<dyn AgentExecutor>) -> Self {
+        self.builtin(id, profile, executor)
+            .entry(AgentEntry::builtin(id, id))
+    }
+
+    /// Finishes the hub. Fails tasks a previous process left running (once, for the shared store).
+    ///
+    /// # Panics
+    /// Never for the demo setup; see [`try_build`](Self::try_build) for the error.
+    pub async fn build(self) -> Hub {
+        match self.try_build().await {
+            Ok(hub) => hub,
+            Err(e) => panic!("cannot build the hub: {e}"),
+        }
+    }
+
+    /// [`build`](Self::build), reporting a push notifier that cannot start
+    /// or a registration of the builder that is refused. A registration the
+    /// store kept that can no longer be served (its builtin is gone, say) is
+    /// logged and skipped, not fatal: the hub still starts.
+    pub async fn try_build(self) -> Result<Hub, BuildError> {
+        let streams = heddle_server::StreamSlots::new(
+            self.limits.max_streams,
+            self.limits.max_streams_per_caller,
+        );
+        let notifier = self
+            .push
+            .clone()
+            .map(|opts| {
+                let store = self.store.clone().push_store();
+                heddle_server::PushNotifier::new(store.ok_or(PushError::NoStore)?, opts)
+            })
+            .transpose()?;
+        let registry = if self.keep_registrations {
+            self.store.clone().registry_store()
+        } else {
+            None
+        };
+        match self
+            .store
+            .fail_interrupted(
+                "the server restarted while this task was running; send the request again",
+            )
+            .await
+        {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(
+                tasks = n,
+                "marked tasks interrupted by the last shutdown as FAILED"
+            ),
+            Err(e) => tracing::error!(error = %e, "could not recover interrupted tasks"),
+        }
+        let shared = Shared {
+            public_url: self.public_url,
+            grpc_url: self.grpc_url,
+            store: self.store,
+            registry,
+            limits: self.limits,
+            bindings: self.bindings,
+            versions: self.versions,
+            auth: self.auth,
+            card_hook: self.card_hook,
+            notifier,
+            streams,
+            caller_limits: self.caller_limits,
+            builtins: self.builtins,
+            default_agent: self.default_agent,
+            admin: self.admin,
+            live: LiveTable::default(),
+            changes: tokio::sync::Mutex::new(()),
+            #[cfg(feature = "grpc")]
+            grpc: heddle_server::grpc::GrpcRouter::new(),
+        };
+        #[cfg(feature = "grpc")]
+        let shared = match &shared.default_agent {
+            Some(id) => Shared {
+                grpc: shared.grpc.clone().default_agent(id.clone()),
+                ..shared
+            },
+            None => shared,
+        };
+        #[allow(unused_mut)] // assigned only with the grpc feature
+        let mut hub = Hub {
+            shared: Arc::new(shared),
+            push_signer: self.push.as_ref().and_then(|p| p.signer.clone()),
+            published_keys: self.published_keys,
+            #[cfg(feature = "grpc")]
+            grpc_routes: None,
+        };
+        for entry in self.entries {
+            let id = entry.id.clone();
+            hub.put(entry, Origin::Config)
+                .await
+                .map_err(|error| BuildError::Agent { id, error })?;
+        }
+        hub.load_kept().await;
+        // The worker runs as long as the runtime does (the router, not the
+        // hub, is what a server keeps).
+        if let Some(n) = &hub.shared.notifier {
+            drop(n.start().await?);
+        }
+        #[cfg(feature = "grpc")]
+        if hub.shared.bindings.grpc {
+            hub.grpc_routes = Some(hub.shared.grpc.routes().await);
+        }
+        Ok(hub)
+    }
+}
+
+impl Hub {
+    /// Serves the registrations the store kept from earlier runs (they
+    /// replace config entries of the same id: the admin changed those).
+    async fn load_kept(&self) {
+        let Some(registry) = self.shared.registry.clone() else {
+            return;
+        };
+        let records = match registry.agents().await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!(error = %e, "could not read the kept registrations");
+                return;
+            }
+        };
+        for record in records {
+            let entry = match serde_json::from_str::<AgentEntry>(&record.document) {
+                Ok(e) if e.id == record.id => e,
+                Ok(_) | Err(_) => {
+                    tracing::error!(agent = %record.id, "skipping an unreadable kept registration");
+                    continue;
+                }
+            };
+            let kind = entry.kind;
+            // Built, not re-put: the store has it already.
+            match self.shared.build_agent(entry, Origin::Api).await {
+                Ok(agent) => {
+                    #[cfg(feature = "grpc")]
+                    if agent.entry.enabled {
+                        self.shared.grpc.insert(agent.handler.clone());
+                    }
+                    self.shared.live.insert(agent);
+                }
+                Err(e) => tracing::error!(
+                    agent = %record.id,
+                    kind = kind.as_str(),
+                    error = %e,
+                    "skipping a kept registration that cannot be served"
+                ),
+            }
+        }
+    }
+}

@@ -1,0 +1,310 @@
+//! What the hub knows of an agent: an [`AgentEntry`], the one document a
+//! registration is, wherever it comes from (a `[[agents]]` table of the
+//! hub's TOML config, the admin API's JSON body, or the store, which keeps it
+//! as JSON). Checked whole by [`AgentEntry::check`] before it is used.
+
+use serde::{Deserialize, Serialize};
+
+/// Longest agent id: ids are path segments and store keys.
+pub const MAX_ID_LEN: usize = 64;
+
+/// What kind of agent an entry is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentKind {
+    /// An executor compiled into the hub, named by [`AgentEntry::builtin`].
+    Builtin,
+    /// An A2A agent elsewhere, fronted by the hub ([`AgentEntry::card_url`]).
+    Remote,
+}
+
+impl AgentKind {
+    /// The name used in the config, the API and searches.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Builtin => "builtin",
+            Self::Remote => "remote",
+        }
+    }
+}
+
+/// Per-agent overrides of the hub's request limits.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EntryLimits {
+    /// Largest request body, in bytes (at most the hub's own limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_body_bytes: Option<usize>,
+    /// Most parts in one message (at most the hub's own limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_parts: Option<usize>,
+}
+
+/// One registered agent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentEntry {
+    /// URL-safe and unique: the path segment under `/api/v1/agents/` and the
+    /// gRPC tenant.
+    pub id: String,
+    /// Builtin or remote.
+    pub kind: AgentKind,
+    /// For `builtin`: the name of the hub's executor (default: the id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub builtin: Option<String>,
+    /// For `remote`: where the upstream's agent card is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub card_url: Option<String>,
+    /// For `remote`: how the hub authenticates to the upstream. Names the
+    /// environment variables or secrets holding credentials, never the
+    /// credentials themselves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<serde_json::Value>,
+    /// For `remote`: accept an upstream card or interface over plain http
+    /// (for a local upstream; refused by default).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub allow_http: bool,
+    /// Card name (default: the builtin's or upstream's, or the manifest's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Card description (default as for the name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Tags for discovery, beside the skills' own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// A disabled agent is kept but not served (404) nor listed.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub enabled: bool,
+    /// Listed to every caller; a non-public agent is listed only to its
+    /// owner and admins (it is still callable by whoever knows its URL and
+    /// passes authentication).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub public: bool,
+    /// The caller id that registered it (set by the admin API).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// Limits tighter than the hub's.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub limits: EntryLimits,
+    /// An a2ahub manifest this agent was registered from, as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest: Option<serde_json::Value>,
+    /// For `remote`: the upstream card as last fetched (v1.0 JSON), served
+    /// while the upstream is down; the hub fills it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_card: Option<serde_json::Value>,
+    /// For `remote`: what the fetch found suspicious in the upstream card.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}
+
+/// Why an entry cannot be registered; each names the field.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {problem}")]
+pub struct EntryError {
+    /// The field at fault (`id`, `card_url`, …).
+    pub field: &'static str,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+fn bad(field: &'static str, problem: impl Into<String>) -> EntryError {
+    EntryError {
+        field,
+        problem: problem.into(),
+    }
+}
+
+impl AgentEntry {
+    /// A builtin entry for the executor `builtin`, served as `id`.
+    pub fn builtin(id: impl Into<String>, builtin: impl Into<String>) -> Self {
+        Self::new(id, AgentKind::Builtin, Some(builtin.into()), None)
+    }
+
+    /// A remote entry fronting the agent whose card is at `card_url`.
+    pub fn remote(id: impl Into<String>, card_url: impl Into<String>) -> Self {
+        Self::new(id, AgentKind::Remote, None, Some(card_url.into()))
+    }
+
+    fn new(
+        id: impl Into<String>,
+        kind: AgentKind,
+        builtin: Option<String>,
+        card_url: Option<String>,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            kind,
+            builtin,
+            card_url,
+            auth: None,
+            allow_http: false,
+            name: None,
+            description: None,
+            tags: Vec::new(),
+            enabled: true,
+            public: true,
+            owner: None,
+            limits: EntryLimits::default(),
+            manifest: None,
+            upstream_card: None,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The builtin executor's name: [`builtin`](Self::builtin) or the id.
+    pub fn builtin_name(&self) -> &str {
+        self.builtin.as_deref().unwrap_or(&self.id)
+    }
+
+    /// Every rule an entry must keep, whoever wrote it: the first broken one.
+    pub fn check(&self) -> Result<(), EntryError> {
+        check_id(&self.id)?;
+        match self.kind {
+            AgentKind::Builtin => {
+                if self.card_url.is_some() || self.auth.is_some() {
+                    return Err(bad(
+                        "card_url",
+                        "a builtin agent has no card_url or auth (those are for kind = \"remote\")",
+                    ));
+                }
+            }
+            AgentKind::Remote => {
+                let Some(url) = &self.card_url else {
+                    return Err(bad("card_url", "a remote agent needs the URL of its card"));
+                };
+                let parsed = url::Url::parse(url).map_err(|e| bad("card_url", e.to_string()))?;
+                match parsed.scheme() {
+                    "https" => {}
+                    "http" if self.allow_http => {}
+                    "http" => {
+                        return Err(bad(
+                            "card_url",
+                            "plain http is refused; use https, or set allow_http = true for a local upstream",
+                        ));
+                    }
+                    other => return Err(bad("card_url", format!("unsupported scheme {other:?}"))),
+                }
+                if !parsed.username().is_empty() || parsed.password().is_some() {
+                    return Err(bad(
+                        "card_url",
+                        "credentials in the URL are refused; name them in `auth`",
+                    ));
+                }
+                if self.builtin.is_some() {
+                    return Err(bad("builtin", "a remote agent names no builtin"));
+                }
+            }
+        }
+        for (field, text, max) in [
+            ("name", self.name.as_deref(), 200),
+            ("description", self.description.as_deref(), 4000),
+            ("owner", self.owner.as_deref(), 300),
+        ] {
+            if let Some(t) = text
+                && t.chars().count() > max
+            {
+                return Err(bad(field, format!("longer than {max} characters")));
+            }
+        }
+        if self.tags.len() > 32 || self.tags.iter().any(|t| t.is_empty() || t.len() > 64) {
+            return Err(bad("tags", "at most 32 tags of 1 to 64 bytes"));
+        }
+        Ok(())
+    }
+}
+
+/// An agent id: 1 to [`MAX_ID_LEN`] bytes of lowercase ASCII letters,
+/// digits, `-`, `_` and `.`, starting with a letter or digit (so it is a
+/// path segment as it stands, and never `.` or `..`).
+pub fn check_id(id: &str) -> Result<(), EntryError> {
+    let ok = !id.is_empty()
+        && id.len() <= MAX_ID_LEN
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b))
+        && id
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+    if ok {
+        Ok(())
+    } else {
+        Err(bad(
+            "id",
+            format!(
+                "must be 1 to {MAX_ID_LEN} of a-z, 0-9, '-', '_', '.', starting with a letter or digit"
+            ),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_path_segments() {
+        for good in ["echo", "writer-stream", "a", "agent_2.v1", "0x"] {
+            assert!(check_id(good).is_ok(), "{good}");
+        }
+        let long = "a".repeat(MAX_ID_LEN + 1);
+        for bad in [
+            "",
+            ".",
+            "..",
+            "-a",
+            "A",
+            "a/b",
+            "a b",
+            "é",
+            "a%2f",
+            long.as_str(),
+        ] {
+            assert!(check_id(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_remote_entry_needs_an_https_card_url_without_credentials() {
+        let mut e = AgentEntry::remote("up", "https://agent.example/.well-known/agent-card.json");
+        assert!(e.check().is_ok());
+        e.card_url = Some("http://127.0.0.1:9/card".into());
+        assert_eq!(e.check().map_err(|e| e.field), Err("card_url"));
+        e.allow_http = true;
+        assert!(e.check().is_ok());
+        e.card_url = Some("https://user:pw@agent.example/card".into());
+        let err = e.check().expect_err("credentials in the URL");
+        assert!(!err.to_string().contains("pw"), "{err}");
+        e.card_url = None;
+        assert!(e.check().is_err());
+    }
+
+    #[test]
+    fn entries_round_trip_as_json_and_refuse_unknown_fields() {
+        let mut e = AgentEntry::builtin("echo", "echo");
+        e.tags = vec!["demo".into()];
+        e.public = false;
+        let json = serde_json::to_string(&e).expect("json");
+        assert_eq!(serde_json::from_str::<AgentEntry>(&json).expect("back"), e);
+        let typo = r#"{"id":"x","kind":"builtin","enabeld":false}"#;
+        assert!(serde_json::from_str::<AgentEntry>(typo).is_err());
+    }
+}
