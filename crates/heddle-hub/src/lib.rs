@@ -22,6 +22,7 @@
 
 pub mod agents;
 mod auth;
+pub mod manifest;
 
 use std::sync::Arc;
 
@@ -108,6 +109,8 @@ pub struct HubBuilder {
     push: Option<heddle_server::PushOptions>,
     published_keys: Vec<serde_json::Value>,
     caller_limits: CallerLimits,
+    /// Message checks by agent id (see [`HubBuilder::message_check`]).
+    message_checks: Vec<(String, heddle_server::MessageCheck)>,
 }
 
 /// Runs on each agent's finished card before it is served (see [`HubBuilder::card_hook`]).
@@ -130,6 +133,7 @@ impl Hub {
             push: None,
             published_keys: Vec::new(),
             caller_limits: CallerLimits::unlimited(),
+            message_checks: Vec::new(),
         }
     }
 
@@ -389,6 +393,17 @@ impl HubBuilder {
         self
     }
 
+    /// Runs `check` on every message sent to the agent `id`, on every
+    /// binding and version, before a task is made for it (for example a
+    /// manifest's [`manifest::InputCheck`]). A later check for the same id
+    /// replaces the earlier.
+    #[must_use]
+    pub fn message_check(mut self, id: &str, check: heddle_server::MessageCheck) -> Self {
+        self.message_checks.retain(|(known, _)| known != id);
+        self.message_checks.push((id.to_owned(), check));
+        self
+    }
+
     /// Adds an agent; at build time its card gets the hub's interface URLs.
     #[must_use]
     pub fn agent(
@@ -476,6 +491,9 @@ impl HubBuilder {
                 }
                 if let Some(n) = &notifier {
                     handler = handler.push(n.clone());
+                }
+                if let Some((_, check)) = self.message_checks.iter().find(|(id, _)| *id == a.id) {
+                    handler = handler.message_check(check.clone());
                 }
                 HostedAgent {
                     id: a.id,
