@@ -4,6 +4,7 @@ mod card;
 mod card_sign;
 mod keys;
 mod push_config;
+mod registry;
 mod remote;
 mod serve;
 mod serve_auth;
@@ -50,6 +51,9 @@ enum Command {
     /// Receive push notifications (a webhook that prints what arrives).
     #[command(subcommand)]
     Webhook(webhook::WebhookCommand),
+    /// Check what the hub's registry takes, offline (agent manifests).
+    #[command(subcommand)]
+    Registry(registry::RegistryCommand),
 }
 
 fn main() -> ExitCode {
@@ -77,6 +81,7 @@ fn main() -> ExitCode {
             Command::Chat(args) => remote::chat(args).await,
             Command::Keys(cmd) => keys::run(cmd).await,
             Command::Webhook(cmd) => webhook::run(cmd).await,
+            Command::Registry(cmd) => registry::run(cmd),
         }
     });
     match result {
