@@ -71,7 +71,7 @@ impl Manifest {
                 .find(|(k, _)| k.eq_ignore_ascii_case(tag))
                 .map(|(_, v)| v.as_str())
         };
-        lang.and_then(|l| find(l).or_else(|| l.split('-').next().and_then(|primary| find(primary))))
+        lang.and_then(|l| find(l).or_else(|| l.split('-').next().and_then(&find)))
             .or_else(|| find("en"))
             .or_else(|| self.description.values().next().map(String::as_str))
     }
