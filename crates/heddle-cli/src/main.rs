@@ -6,6 +6,7 @@ mod card_sign;
 mod hub_config;
 mod keys;
 mod push_config;
+mod registry;
 mod remote;
 mod serve;
 mod serve_auth;
@@ -56,6 +57,9 @@ enum Command {
     /// Receive push notifications (a webhook that prints what arrives).
     #[command(subcommand)]
     Webhook(webhook::WebhookCommand),
+    /// Check what the hub's registry takes, offline (agent manifests).
+    #[command(subcommand)]
+    Registry(registry::RegistryCommand),
 }
 
 fn main() -> ExitCode {
@@ -84,6 +88,7 @@ fn main() -> ExitCode {
             Command::Keys(cmd) => keys::run(cmd).await,
             Command::Agents(cmd) => agents::run(cmd).await,
             Command::Webhook(cmd) => webhook::run(cmd).await,
+            Command::Registry(cmd) => registry::run(cmd),
         }
     });
     match result {

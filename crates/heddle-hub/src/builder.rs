@@ -30,6 +30,7 @@ pub struct HubBuilder {
     caller_limits: CallerLimits,
     admin: AdminAccess,
     keep_registrations: bool,
+    message_checks: BTreeMap<String, heddle_server::MessageCheck>,
 }
 
 /// Why a hub could not be built.
@@ -67,6 +68,7 @@ impl HubBuilder {
             caller_limits: CallerLimits::unlimited(),
             admin: AdminAccess::default(),
             keep_registrations: true,
+            message_checks: BTreeMap::new(),
         }
     }
 
@@ -188,6 +190,16 @@ impl HubBuilder {
         self
     }
 
+    /// Runs `check` on every message sent to the agent `id`, on every
+    /// binding and version, before a task is made for it. An agent
+    /// registered from a manifest with an `input_schema` gets that schema's
+    /// check ([`crate::manifest::InputCheck`]) without this.
+    #[must_use]
+    pub fn message_check(mut self, id: &str, check: heddle_server::MessageCheck) -> Self {
+        self.message_checks.insert(id.to_owned(), check);
+        self
+    }
+
     /// Serves `entry` from the start (a `[[agents]]` table of the config,
     /// for example). Re-read at every start, not kept in the store.
     #[must_use]
@@ -268,6 +280,7 @@ impl HubBuilder {
             builtins: self.builtins,
             default_agent: self.default_agent,
             admin: self.admin,
+            message_checks: self.message_checks,
             live: LiveTable::default(),
             changes: tokio::sync::Mutex::new(()),
             #[cfg(feature = "grpc")]

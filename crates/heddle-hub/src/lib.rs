@@ -38,6 +38,7 @@ pub mod agents;
 mod auth;
 mod builder;
 pub mod config;
+pub mod manifest;
 mod discovery;
 mod live;
 pub mod registry;
@@ -154,6 +155,7 @@ pub(crate) struct Shared {
     pub(crate) builtins: BTreeMap<String, Builtin>,
     pub(crate) default_agent: Option<String>,
     pub(crate) admin: AdminAccess,
+    pub(crate) message_checks: BTreeMap<String, heddle_server::MessageCheck>,
     pub(crate) live: live::LiveTable,
     /// One registry change at a time: the store write and the table swap
     /// of one change are not interleaved with another's.
@@ -405,6 +407,28 @@ impl Shared {
         origin: Origin,
     ) -> Result<LiveAgent, RegistryError> {
         let (mut profile, executor) = self.resolve(&mut entry).await?;
+        let mut check = self.message_checks.get(&entry.id).cloned();
+        if let Some(doc) = &entry.manifest {
+            let m = manifest::validate(doc).map_err(|violations| {
+                RegistryError::Manifest(
+                    violations
+                        .into_iter()
+                        .map(|v| (format!("/manifest{}", v.pointer), v.message))
+                        .collect(),
+                )
+            })?;
+            // The manifest speaks for the agent: its card and input rules.
+            let from_manifest = m.profile(None);
+            profile.name = from_manifest.name;
+            profile.description = from_manifest.description;
+            profile.skills = from_manifest.skills;
+            profile.version = from_manifest.version;
+            profile.extensions.extend(from_manifest.extensions);
+            let input = manifest::InputCheck::new(&m).map_err(|e| {
+                RegistryError::Manifest(vec![("/manifest/input_schema".into(), e.to_string())])
+            })?;
+            check = Some(input.into_message_check());
+        }
         if let Some(name) = &entry.name {
             profile.name.clone_from(name);
         }
@@ -460,6 +484,9 @@ impl Shared {
         }
         if let Some(n) = &self.notifier {
             handler = handler.push(n.clone());
+        }
+        if let Some(check) = check {
+            handler = handler.message_check(check);
         }
         let handler = handler.build();
         let routes = self.agent_routes(&handler);

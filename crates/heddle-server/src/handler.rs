@@ -96,6 +96,11 @@ impl CallContext {
     }
 }
 
+/// A check every message sent to the agent must pass before a task is made
+/// for it or the executor sees it (see [`HandlerBuilder::message_check`]).
+/// The error it returns is the caller's answer, in the caller's binding.
+pub type MessageCheck = Arc<dyn Fn(&v1::Message) -> Result<(), A2aError> + Send + Sync>;
+
 /// A stream of events, in order; it ends when the task does (or waits).
 pub type EventStream = Pin<Box<dyn Stream<Item = Update> + Send>>;
 
@@ -149,6 +154,7 @@ struct Inner {
     caller_limits: CallerLimits,
     push: Option<PushNotifier>,
     versions: VersionSet,
+    message_check: Option<MessageCheck>,
 }
 
 /// A [`RequestHandler`] being put together (see [`RequestHandler::builder`]).
@@ -164,6 +170,7 @@ pub struct HandlerBuilder {
     streams: Option<StreamSlots>,
     caller_limits: Option<CallerLimits>,
     versions: VersionSet,
+    message_check: Option<MessageCheck>,
 }
 
 impl HandlerBuilder {
@@ -210,6 +217,16 @@ impl HandlerBuilder {
         self
     }
 
+    /// Runs `check` on every message of SendMessage and
+    /// SendStreamingMessage (any version, any binding), after the built-in
+    /// checks and before a task is created or continued: a refused message
+    /// leaves no task behind and never reaches the executor. A hub installs
+    /// an agent's input-schema check this way.
+    pub fn message_check(mut self, check: MessageCheck) -> Self {
+        self.message_check = Some(check);
+        self
+    }
+
     /// The handler.
     pub fn build(self) -> RequestHandler {
         let streams = self.streams.unwrap_or_else(|| {
@@ -230,6 +247,7 @@ impl HandlerBuilder {
                 caller_limits: self.caller_limits.unwrap_or_else(CallerLimits::unlimited),
                 push: self.push,
                 versions: self.versions,
+                message_check: self.message_check,
             }),
         }
     }
@@ -309,6 +327,7 @@ impl RequestHandler {
             streams: None,
             caller_limits: None,
             versions: VersionSet::ALL,
+            message_check: None,
         }
     }
 

@@ -70,7 +70,8 @@ pub use agent::{AgentError, AgentExecutor, Caller, RequestContext};
 pub use binding::{Binding, refusal, refusal_parts};
 pub use events::{EventError, TaskEvents};
 pub use handler::{
-    CallContext, EventStream, HandlerBuilder, Limits, Reply, RequestHandler, StreamSlots,
+    CallContext, EventStream, HandlerBuilder, Limits, MessageCheck, Reply, RequestHandler,
+    StreamSlots,
 };
 pub use push::{PushNotifier, PushOptions, PushPolicy};
 pub use server::{AgentRoutes, CARD_PATHS, card_router, lenient_paths, normalize_path};

@@ -121,7 +121,8 @@ impl RequestHandler {
             .await
     }
 
-    /// What a sent message must be: at most `max_parts` parts, from the user.
+    /// What a sent message must be: at most `max_parts` parts, from the user,
+    /// and whatever the handler's message check asks.
     fn check_message(&self, message: &v1::Message) -> Result<(), A2aError> {
         let max = self.inner.limits.max_parts;
         if message.parts.len() > max {
@@ -136,7 +137,10 @@ impl RequestHandler {
         if message.role() != v1::Role::User {
             return Err(A2aError::invalid_field("message.role", "must be ROLE_USER"));
         }
-        Ok(())
+        match &self.inner.message_check {
+            Some(check) => check(message),
+            None => Ok(()),
+        }
     }
 
     /// A new task, provisional until the agent's first event.
