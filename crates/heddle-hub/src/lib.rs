@@ -22,6 +22,7 @@
 
 pub mod agents;
 mod auth;
+pub mod remote;
 
 use std::sync::Arc;
 
