@@ -530,7 +530,17 @@ async fn an_upstream_that_is_down_or_silent_fails_the_task_in_time() {
             held.push(s);
         }
     });
+    // Answers, but not in A2A.
+    let (garbled, garbled_addr) = bind().await;
+    let app = Router::new().route("/rpc", post(|| async { "<html>hello</html>" }));
+    tokio::spawn(async move { axum::serve(garbled, app).await });
     let (hub, _) = front(vec![
+        (
+            "garbled",
+            card_at(&format!("http://{garbled_addr}/rpc"), false),
+            short(),
+            UpstreamAuth::None,
+        ),
         (
             "closed",
             card_at(&format!("http://{closed}/rpc"), true),
@@ -552,6 +562,7 @@ async fn an_upstream_that_is_down_or_silent_fails_the_task_in_time() {
     ])
     .await;
     for (id, bound, says) in [
+        ("garbled", Duration::from_secs(2), "answer is not valid A2A"),
         ("closed", Duration::from_secs(2), "could not be reached"),
         (
             "silent-stream",
