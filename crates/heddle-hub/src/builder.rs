@@ -8,7 +8,8 @@ use heddle_server::{AgentExecutor, Limits, limit::CallerLimits, push::PushError}
 use heddle_store::TaskStore;
 
 use crate::{
-    AdminAccess, AgentProfile, Bindings, Builtin, CardHook, Hub, Origin, RegistryError, Shared,
+    AdminAccess, AgentProfile, Bindings, Builtin, CardHook, Hub, Origin, RegistryError,
+    RemoteSettings, Shared,
     live::LiveTable, registry::AgentEntry,
 };
 
@@ -31,6 +32,7 @@ pub struct HubBuilder {
     admin: AdminAccess,
     keep_registrations: bool,
     message_checks: BTreeMap<String, heddle_server::MessageCheck>,
+    remote: RemoteSettings,
 }
 
 /// Why a hub could not be built.
@@ -69,6 +71,10 @@ impl HubBuilder {
             admin: AdminAccess::default(),
             keep_registrations: true,
             message_checks: BTreeMap::new(),
+            remote: RemoteSettings {
+                secrets: crate::remote::SecretSource::environment(),
+                ..RemoteSettings::default()
+            },
         }
     }
 
@@ -200,6 +206,14 @@ impl HubBuilder {
         self
     }
 
+    /// How remote agents are fetched and called, and where their
+    /// credentials come from.
+    #[must_use]
+    pub fn remote(mut self, settings: RemoteSettings) -> Self {
+        self.remote = settings;
+        self
+    }
+
     /// Serves `entry` from the start (a `[[agents]]` table of the config,
     /// for example). Re-read at every start, not kept in the store.
     #[must_use]
@@ -281,6 +295,7 @@ impl HubBuilder {
             default_agent: self.default_agent,
             admin: self.admin,
             message_checks: self.message_checks,
+            remote: self.remote,
             live: LiveTable::default(),
             changes: tokio::sync::Mutex::new(()),
             #[cfg(feature = "grpc")]

@@ -42,6 +42,7 @@ pub mod manifest;
 mod discovery;
 mod live;
 pub mod registry;
+pub mod remote;
 mod routes;
 
 use std::{collections::BTreeMap, sync::Arc};
@@ -138,6 +139,19 @@ pub enum RegistryError {
     Store(#[from] StoreError),
 }
 
+/// How the hub reaches remote agents ([`HubBuilder::remote`]).
+#[derive(Clone, Debug, Default)]
+pub struct RemoteSettings {
+    /// How upstream cards are fetched and checked (`allow_http` comes from
+    /// each registration).
+    pub fetch: remote::FetchOptions,
+    /// Bindings, version, timeouts and TLS for the calls upstream.
+    pub options: remote::RemoteOptions,
+    /// Where the credentials registrations name are read from (default:
+    /// the environment).
+    pub secrets: remote::SecretSource,
+}
+
 /// What every agent of a hub is built with.
 pub(crate) struct Shared {
     pub(crate) public_url: String,
@@ -156,6 +170,7 @@ pub(crate) struct Shared {
     pub(crate) default_agent: Option<String>,
     pub(crate) admin: AdminAccess,
     pub(crate) message_checks: BTreeMap<String, heddle_server::MessageCheck>,
+    pub(crate) remote: RemoteSettings,
     pub(crate) live: live::LiveTable,
     /// One registry change at a time: the store write and the table swap
     /// of one change are not interleaved with another's.
@@ -393,10 +408,47 @@ impl Shared {
                 })?;
                 Ok((b.profile.clone(), b.executor.clone()))
             }
-            AgentKind::Remote => Err(RegistryError::Upstream(
-                "remote agents are not available in this build".into(),
-            )),
+            AgentKind::Remote => self.resolve_remote(entry).await,
         }
+    }
+
+    /// A remote entry's upstream card (the kept one, else fetched now and
+    /// kept in the entry, with its warnings) and its proxy executor.
+    async fn resolve_remote(
+        &self,
+        entry: &mut AgentEntry,
+    ) -> Result<(AgentProfile, Arc<dyn AgentExecutor>), RegistryError> {
+        let upstream = |e: remote::RemoteError| RegistryError::Upstream(e.to_string());
+        let card = match &entry.upstream_card {
+            Some(raw) => remote::kept_card(raw, entry.allow_http).map_err(upstream)?,
+            None => {
+                let url = entry.card_url.as_deref().unwrap_or_default();
+                let opts = remote::FetchOptions {
+                    allow_http: entry.allow_http,
+                    ..self.remote.fetch.clone()
+                };
+                let fetched = remote::fetch_card(url, &opts).await.map_err(upstream)?;
+                entry.upstream_card = Some(fetched.raw);
+                entry.warnings = fetched.warnings;
+                fetched.card
+            }
+        };
+        let links = self.store.clone().registry_store().ok_or_else(|| {
+            RegistryError::Upstream(
+                "the hub's store keeps no task links, which a remote agent needs".into(),
+            )
+        })?;
+        let auth = entry.auth.clone().unwrap_or_default();
+        let agent = remote::RemoteAgent::new(
+            entry.id.clone(),
+            &card,
+            &auth,
+            &self.remote.secrets,
+            self.remote.options.clone(),
+            links,
+        )
+        .map_err(upstream)?;
+        Ok((remote::hub_profile(&card), Arc::new(agent)))
     }
 
     /// Builds the whole agent an entry describes: its card with the hub's

@@ -59,7 +59,7 @@ pub struct AgentEntry {
     /// environment variables or secrets holding credentials, never the
     /// credentials themselves.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub auth: Option<serde_json::Value>,
+    pub auth: Option<crate::remote::UpstreamAuth>,
     /// For `remote`: accept an upstream card or interface over plain http
     /// (for a local upstream; refused by default).
     #[serde(default, skip_serializing_if = "is_false")]
@@ -210,6 +210,9 @@ impl AgentEntry {
                 }
                 if self.builtin.is_some() {
                     return Err(bad("builtin", "a remote agent names no builtin"));
+                }
+                if let Some(auth) = &self.auth {
+                    auth.validate().map_err(|e| bad("auth", e.to_string()))?;
                 }
             }
         }
