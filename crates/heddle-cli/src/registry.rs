@@ -10,10 +10,11 @@ use heddle_hub::manifest;
 #[derive(Subcommand, Debug)]
 pub enum RegistryCommand {
     /// Check an a2ahub agent manifest (JSON) against the hub's manifest
-    /// schema: prints `ok: NAME VERSION`, or each violation as
+    /// schema, or a hub config (TOML: its `[[agents]]` tables and the
+    /// manifests they carry): prints `ok: …`, or each violation as
     /// `POINTER: message` and exits 1.
     Validate {
-        /// The manifest file.
+        /// The manifest (.json) or hub config (.toml) file.
         file: std::path::PathBuf,
     },
 }
@@ -21,12 +22,52 @@ pub enum RegistryCommand {
 /// Runs a registry command; `validate` exits 0 when valid, 1 when not.
 pub fn run(cmd: RegistryCommand) -> anyhow::Result<ExitCode> {
     match cmd {
-        RegistryCommand::Validate { file } => Ok(if validate_manifest_file(&file)? {
+        RegistryCommand::Validate { file } => Ok(if validate_file(&file)? {
             ExitCode::SUCCESS
         } else {
             ExitCode::from(1)
         }),
     }
+}
+
+/// Checks a manifest, or a hub config when the file is TOML (by its
+/// `.toml` extension, or because it is not JSON but parses as TOML).
+pub fn validate_file(path: &Path) -> anyhow::Result<bool> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let is_toml = path.extension().is_some_and(|e| e == "toml")
+        || (serde_json::from_str::<serde_json::Value>(&text).is_err()
+            && text.parse::<toml::Table>().is_ok());
+    if !is_toml {
+        return validate_manifest_file(path);
+    }
+    let origin = path.display().to_string();
+    let cfg = match crate::hub_config::parse(&text, &origin) {
+        Ok(c) => c,
+        Err(e) => {
+            println!("(root): {e:#}");
+            return Ok(false);
+        }
+    };
+    let mut ok = true;
+    for e in cfg.check() {
+        println!("/agents/{}/{}: {}", e.index - 1, e.error.field, e.error.problem);
+        ok = false;
+    }
+    for (i, entry) in cfg.agents.iter().enumerate() {
+        if let Some(doc) = &entry.manifest
+            && let Err(violations) = manifest::validate(doc)
+        {
+            for v in violations {
+                println!("/agents/{i}/manifest{}: {}", v.pointer, v.message);
+            }
+            ok = false;
+        }
+    }
+    if ok {
+        println!("ok: {} agents", cfg.agents.len());
+    }
+    Ok(ok)
 }
 
 /// Checks the manifest in `path` and prints the verdict on stdout: whether

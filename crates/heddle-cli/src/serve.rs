@@ -63,6 +63,10 @@ pub struct ServeArgs {
     /// it from the same place. Default: admin-token beside the default store.
     #[arg(long, value_name = "FILE")]
     admin_token_file: Option<PathBuf>,
+    /// A TOML or JSON file of name = value secrets, where the credentials
+    /// remote agents' `auth` names are looked up before the environment.
+    #[arg(long, value_name = "FILE")]
+    secrets_file: Option<PathBuf>,
     #[command(flatten)]
     security: crate::serve_tls::ServeSecurityArgs,
     #[command(flatten)]
@@ -223,6 +227,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .unwrap_or_else(crate::hub_config::default_token_file);
     let token = crate::hub_config::admin_token(&token_file)?;
     builder = builder.admin(registry.admin_access(heddle_hub::AdminAccess::default().token(token)));
+    if let Some(file) = &args.secrets_file {
+        let secrets = heddle_hub::remote::SecretSource::from_file(file)?;
+        builder = builder.remote(heddle_hub::RemoteSettings {
+            secrets,
+            ..heddle_hub::RemoteSettings::default()
+        });
+    }
     let builder = demo_builtins(builder.card_versions(args.card_versions), demo);
     let hub = registry
         .apply(builder)

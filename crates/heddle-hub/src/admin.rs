@@ -214,17 +214,22 @@ fn registry_error(e: &RegistryError) -> Response {
             &e.to_string(),
             Some(json!([{ "pointer": format!("/{}", e.field), "detail": e.problem }])),
         ),
-        RegistryError::Manifest(violations) => problem_with(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "Invalid manifest",
-            &e.to_string(),
-            Some(Value::Array(
-                violations
-                    .iter()
-                    .map(|(pointer, detail)| json!({ "pointer": pointer, "detail": detail }))
-                    .collect(),
-            )),
-        ),
+        RegistryError::Manifest(violations) => {
+            let violations: Vec<crate::manifest::Violation> = violations
+                .iter()
+                .map(|(pointer, message)| crate::manifest::Violation {
+                    pointer: pointer.clone(),
+                    message: message.clone(),
+                })
+                .collect();
+            let (status, body) = crate::manifest::problem(&violations);
+            let mut r = (status, Json(body)).into_response();
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(crate::manifest::PROBLEM_CONTENT_TYPE),
+            );
+            r
+        }
         RegistryError::UnknownBuiltin(..) => {
             problem(StatusCode::BAD_REQUEST, "Unknown builtin", &e.to_string())
         }
@@ -295,8 +300,11 @@ async fn read(
     }
 }
 
-/// The request body as a registration.
-async fn entry_from(body: Body) -> Result<AgentEntry, Response> {
+/// The request body as a registration: an agent entry, or a bare a2ahub
+/// manifest (an object with `agent_name` and no `kind`), which becomes a
+/// remote entry for the manifest's `endpoint`, with the id `id` (from the
+/// query) or one made from the agent name.
+async fn entry_from(body: Body, id: Option<&str>) -> Result<AgentEntry, Response> {
     let bytes = axum::body::to_bytes(body, MAX_ADMIN_BODY)
         .await
         .map_err(|_| {
@@ -313,6 +321,9 @@ async fn entry_from(body: Body) -> Result<AgentEntry, Response> {
             &format!("the body is not JSON: {e}"),
         )
     })?;
+    if doc.get("agent_name").is_some() && doc.get("kind").is_none() {
+        return Ok(from_manifest(doc, id));
+    }
     serde_json::from_value(doc).map_err(|e| {
         problem(
             StatusCode::BAD_REQUEST,
@@ -322,12 +333,50 @@ async fn entry_from(body: Body) -> Result<AgentEntry, Response> {
     })
 }
 
+/// The remote entry a bare manifest registers. The manifest is checked
+/// when the entry is built (422 with every violation); until then its
+/// fields are only read where present.
+fn from_manifest(doc: Value, id: Option<&str>) -> AgentEntry {
+    let id = id.map_or_else(
+        || slug(doc["agent_name"].as_str().unwrap_or_default()),
+        str::to_owned,
+    );
+    let endpoint = doc["endpoint"].as_str().unwrap_or_default().to_owned();
+    let mut entry = AgentEntry::remote(id, endpoint);
+    entry.manifest = Some(doc);
+    entry
+}
+
+/// An agent id made from a name: lowercase letters and digits, other runs
+/// of characters as one `-`, at most 64 bytes.
+pub fn slug(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.is_empty() && !out.ends_with('-') {
+            out.push('-');
+        }
+        if out.len() >= crate::registry::MAX_ID_LEN {
+            break;
+        }
+    }
+    out.trim_end_matches('-').to_owned()
+}
+
+/// The `id` query parameter, if any.
+fn id_param(uri: &Uri) -> Option<String> {
+    url::form_urlencoded::parse(uri.query().unwrap_or_default().as_bytes())
+        .find(|(k, _)| k == "id")
+        .map(|(_, v)| v.into_owned())
+}
+
 async fn create(State(hub): State<Hub>, headers: HeaderMap, uri: Uri, body: Body) -> Response {
     let admin = match admit(&hub, &headers, &uri).await {
         Ok(a) => a,
         Err(r) => return r,
     };
-    let mut entry = match entry_from(body).await {
+    let mut entry = match entry_from(body, id_param(&uri).as_deref()).await {
         Ok(e) => e,
         Err(r) => return r,
     };
@@ -357,7 +406,7 @@ async fn replace(
     if let Err(r) = admit(&hub, &headers, &uri).await {
         return r;
     }
-    let mut entry = match entry_from(body).await {
+    let mut entry = match entry_from(body, Some(&id)).await {
         Ok(e) => e,
         Err(r) => return r,
     };

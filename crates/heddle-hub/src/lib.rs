@@ -458,17 +458,25 @@ impl Shared {
         mut entry: AgentEntry,
         origin: Origin,
     ) -> Result<LiveAgent, RegistryError> {
+        // The manifest first: a broken one is refused before any upstream
+        // is contacted.
+        let manifest = entry
+            .manifest
+            .as_ref()
+            .map(|doc| {
+                manifest::validate(doc).map_err(|violations| {
+                    RegistryError::Manifest(
+                        violations
+                            .into_iter()
+                            .map(|v| (format!("/manifest{}", v.pointer), v.message))
+                            .collect(),
+                    )
+                })
+            })
+            .transpose()?;
         let (mut profile, executor) = self.resolve(&mut entry).await?;
         let mut check = self.message_checks.get(&entry.id).cloned();
-        if let Some(doc) = &entry.manifest {
-            let m = manifest::validate(doc).map_err(|violations| {
-                RegistryError::Manifest(
-                    violations
-                        .into_iter()
-                        .map(|v| (format!("/manifest{}", v.pointer), v.message))
-                        .collect(),
-                )
-            })?;
+        if let Some(m) = manifest {
             // The manifest speaks for the agent: its card and input rules.
             let from_manifest = m.profile(None);
             profile.name = from_manifest.name;
