@@ -235,8 +235,8 @@ pub async fn run(cmd: AgentsCommand) -> anyhow::Result<ExitCode> {
         AgentsCommand::List { hub } => {
             let all = Admin::new(&hub)?.call(Method::GET, "", None).await?;
             println!(
-                "{:<20} {:<8} {:<8} {:<7} {}",
-                "ID", "KIND", "SERVED", "LISTED", "CARD"
+                "{:<20} {:<8} {:<8} {:<7} CARD",
+                "ID", "KIND", "SERVED", "LISTED"
             );
             for a in all["agents"].as_array().into_iter().flatten() {
                 println!(

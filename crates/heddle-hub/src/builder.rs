@@ -9,8 +9,7 @@ use heddle_store::TaskStore;
 
 use crate::{
     AdminAccess, AgentProfile, Bindings, Builtin, CardHook, Hub, Origin, RegistryError,
-    RemoteSettings, Shared,
-    live::LiveTable, registry::AgentEntry,
+    RemoteSettings, Shared, live::LiveTable, registry::AgentEntry,
 };
 
 /// Builds a [`Hub`].
