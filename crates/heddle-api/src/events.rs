@@ -111,6 +111,13 @@ impl TaskEvents {
         Self { sink, context_id }
     }
 
+    /// The sink this handle publishes to: for a wrapper executor that adds
+    /// to what its agent publishes (a [`TaskSink`] of its own around this
+    /// one, in a new handle).
+    pub fn sink(&self) -> &Arc<dyn TaskSink> {
+        &self.sink
+    }
+
     /// The task id.
     pub fn task_id(&self) -> &str {
         self.sink.task_id()

@@ -35,6 +35,7 @@
 
 pub mod admin;
 pub mod agents;
+pub mod answer_metadata;
 mod auth;
 mod builder;
 pub mod config;
@@ -474,7 +475,11 @@ impl Shared {
                 })
             })
             .transpose()?;
-        let (mut profile, executor) = self.resolve(&mut entry).await?;
+        let (mut profile, mut executor) = self.resolve(&mut entry).await?;
+        if let Some(facts) = &entry.answer_metadata {
+            profile.extensions.push(facts.extension());
+            executor = facts.wrap(executor);
+        }
         let mut check = self.message_checks.get(&entry.id).cloned();
         if let Some(m) = manifest {
             // The manifest speaks for the agent: its card and input rules.

@@ -90,6 +90,11 @@ pub struct AgentEntry {
     /// An a2ahub manifest this agent was registered from, as sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manifest: Option<serde_json::Value>,
+    /// Facts every answer of the agent carries in its metadata (model,
+    /// task type, supported file types), declared as an extension in its
+    /// card ([`crate::answer_metadata`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_metadata: Option<crate::answer_metadata::AnswerMetadata>,
     /// For `remote`: the upstream card as last fetched (v1.0 JSON), served
     /// while the upstream is down; the hub fills it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -164,6 +169,7 @@ impl AgentEntry {
             owner: None,
             limits: EntryLimits::default(),
             manifest: None,
+            answer_metadata: None,
             upstream_card: None,
             warnings: Vec::new(),
         }
