@@ -51,7 +51,12 @@ pub fn validate_file(path: &Path) -> anyhow::Result<bool> {
     };
     let mut ok = true;
     for e in cfg.check() {
-        println!("/agents/{}/{}: {}", e.index - 1, e.error.field, e.error.problem);
+        println!(
+            "/agents/{}/{}: {}",
+            e.index - 1,
+            e.error.field,
+            e.error.problem
+        );
         ok = false;
     }
     for (i, entry) in cfg.agents.iter().enumerate() {
