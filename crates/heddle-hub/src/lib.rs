@@ -315,7 +315,6 @@ impl Hub {
         entry: AgentEntry,
         origin: Origin,
     ) -> Result<AgentEntry, RegistryError> {
-        entry.check()?;
         let agent = self.shared.build_agent(entry, origin).await?;
         if origin == Origin::Api
             && let Some(registry) = &self.shared.registry
@@ -474,6 +473,10 @@ impl Shared {
                 })
             })
             .transpose()?;
+        // Then the entry: a bare manifest's entry is made from the
+        // manifest, so its faults (a plain-http endpoint, say) are the
+        // manifest's, reported above with every other violation.
+        entry.check()?;
         let (mut profile, executor) = self.resolve(&mut entry).await?;
         let mut check = self.message_checks.get(&entry.id).cloned();
         if let Some(m) = manifest {
