@@ -234,10 +234,7 @@ pub async fn run(cmd: AgentsCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         AgentsCommand::List { hub } => {
             let all = Admin::new(&hub)?.call(Method::GET, "", None).await?;
-            println!(
-                "{:<20} {:<8} {:<8} {:<7} {}",
-                "ID", "KIND", "SERVED", "LISTED", "CARD"
-            );
+            println!("ID                   KIND     SERVED   LISTED  CARD");
             for a in all["agents"].as_array().into_iter().flatten() {
                 println!(
                     "{:<20} {:<8} {:<8} {:<7} {}",

@@ -43,7 +43,8 @@ fn bad_request(message: &str) -> Response {
         .into_response()
 }
 
-fn search(uri: &Uri) -> Result<Search, Response> {
+/// The search a query asks for, or why it is refused.
+fn search(uri: &Uri) -> Result<Search, String> {
     let mut s = Search {
         page_size: DEFAULT_PAGE_SIZE,
         ..Search::default()
@@ -52,7 +53,7 @@ fn search(uri: &Uri) -> Result<Search, Response> {
     for (k, v) in url::form_urlencoded::parse(query.as_bytes()) {
         let v = v.trim().to_owned();
         if v.len() > 256 {
-            return Err(bad_request(&format!("{k} is longer than 256 bytes")));
+            return Err(format!("{k} is longer than 256 bytes"));
         }
         let value = (!v.is_empty()).then_some(v);
         match k.as_ref() {
@@ -65,9 +66,9 @@ fn search(uri: &Uri) -> Result<Search, Response> {
                     None => DEFAULT_PAGE_SIZE,
                     Some(Ok(n)) if (1..=MAX_PAGE_SIZE).contains(&n) => n,
                     Some(_) => {
-                        return Err(bad_request(&format!(
+                        return Err(format!(
                             "pageSize must be a number from 1 to {MAX_PAGE_SIZE}"
-                        )));
+                        ));
                     }
                 };
             }
@@ -75,7 +76,7 @@ fn search(uri: &Uri) -> Result<Search, Response> {
                 if let Some(t) = &value
                     && check_id(t).is_err()
                 {
-                    return Err(bad_request("pageToken is not one this hub gave"));
+                    return Err("pageToken is not one this hub gave".to_owned());
                 }
                 s.after = value;
             }
@@ -182,7 +183,7 @@ impl Hub {
 pub(crate) async fn list(State(hub): State<Hub>, headers: HeaderMap, uri: Uri) -> Response {
     let search = match search(&uri) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(why) => return bad_request(&why),
     };
     let viewer = Viewer::of(&hub, &headers, &uri).await;
     let found: Vec<Arc<LiveAgent>> = hub

@@ -60,15 +60,15 @@ impl Hub {
                 .get(id)
                 .filter(|a| a.entry.enabled)
                 .ok_or_else(|| {
-                    not_found(&format!(
+                    format!(
                         "no agent {:?} on this hub (GET /api/v1/agents lists them)",
                         shorten(id)
-                    ))
+                    )
                 })
         });
         match agent {
             Some(Ok(agent)) => return call(agent.routes.clone(), req).await,
-            Some(Err(missing)) => return missing,
+            Some(Err(missing)) => return not_found(&missing),
             None => {}
         }
         let path = req.uri().path();
