@@ -2,7 +2,9 @@
 //! a Heddle upstream (served, then stopped: the kept card is still served
 //! and calls fail in time), and the official Python and JS SDK servers of
 //! the interop suite, used through the hub over JSON-RPC v1.0, JSON-RPC
-//! v0.3 and gRPC with multi-turn, streaming, resubscribe and cancel.
+//! v0.3 and gRPC with multi-turn, streaming, resubscribe and cancel, the
+//! Python one by the official Python client too
+//! (`tests/interop/python/hub_remote_flows.py`).
 
 use std::{
     path::{Path, PathBuf},
@@ -429,11 +431,44 @@ async fn a_python_sdk_agent_registered_at_run_time_works_through_the_hub() {
     };
     let dir = tempfile::tempdir().expect("tempdir");
     let hub = hub_on(sqlite(&dir)).await;
-    let _server = start_sdk_server(&hub, "py", python, "python_server.py").await;
+    let _server = start_sdk_server(&hub, "py", python.clone(), "python_server.py").await;
     for (binding, version) in WIRES {
         let wire = format!("py via {binding:?} {version}");
         let c = caller(&hub.base, "py", binding, version).await;
         sdk_flows(&c, &wire).await;
+    }
+    // The official Python client as the caller, over each binding and
+    // version of the hub's card.
+    let agent = format!("{}/api/v1/agents/py", hub.base);
+    for (version, binding) in [
+        ("1.0", "JSONRPC"),
+        ("0.3", "JSONRPC"),
+        ("1.0", "HTTP+JSON"),
+        ("1.0", "GRPC"),
+        ("0.3", "GRPC"),
+    ] {
+        let out = tokio::time::timeout(
+            Duration::from_secs(120),
+            tokio::process::Command::new(&python)
+                .arg(interop_dir().join("python/hub_remote_flows.py"))
+                .args([agent.as_str(), version, binding])
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .expect("the Python client ends in time")
+        .expect("the Python client runs");
+        let printed = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{binding} {version}:\n{printed}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            printed.lines().filter(|l| l.starts_with("PASS ")).count(),
+            4,
+            "{binding} {version}:\n{printed}"
+        );
     }
 }
 
