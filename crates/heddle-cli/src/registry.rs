@@ -31,12 +31,15 @@ pub fn run(cmd: RegistryCommand) -> anyhow::Result<ExitCode> {
 }
 
 /// Checks a manifest, or a hub config when the file is TOML (by its
-/// `.toml` extension, or because it is not JSON but parses as TOML).
+/// `.toml` extension, or because it is not JSON but parses as TOML; a
+/// `.json` file is always a manifest).
 pub fn validate_file(path: &Path) -> anyhow::Result<bool> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let is_toml = path.extension().is_some_and(|e| e == "toml")
-        || (serde_json::from_str::<serde_json::Value>(&text).is_err()
+    let ext = path.extension().and_then(|e| e.to_str());
+    let is_toml = ext == Some("toml")
+        || (ext != Some("json")
+            && serde_json::from_str::<serde_json::Value>(&text).is_err()
             && text.parse::<toml::Table>().is_ok());
     if !is_toml {
         return validate_manifest_file(path);

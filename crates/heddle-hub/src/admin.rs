@@ -162,12 +162,25 @@ async fn admit(hub: &Hub, headers: &HeaderMap, uri: &Uri) -> Result<Option<Strin
             "this caller is not an admin of the hub",
         )),
         Ok(None) => Err(unauthorized()),
-        Err(e) => Err(heddle_auth::reject::response(
-            auth,
-            heddle_server::Binding::Rest,
-            &e,
-        )),
+        Err(e) => Err(refused(auth, &e)),
     }
+}
+
+/// A credential the authenticator refuses, as a problem document with the
+/// status and challenges the authenticator gives it.
+fn refused(auth: &heddle_auth::Authenticator, e: &heddle_auth::AuthError) -> Response {
+    let reply: Response = heddle_auth::reject::response(auth, heddle_server::Binding::Rest, e);
+    let status = reply.status();
+    let mut r = problem(
+        status,
+        status.canonical_reason().unwrap_or("Refused"),
+        &e.to_a2a().message,
+    );
+    for challenge in reply.headers().get_all(header::WWW_AUTHENTICATE) {
+        r.headers_mut()
+            .append(header::WWW_AUTHENTICATE, challenge.clone());
+    }
+    r
 }
 
 fn unauthorized() -> Response {

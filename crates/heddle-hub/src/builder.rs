@@ -362,9 +362,13 @@ impl Hub {
             // Built, not re-put: the store has it already.
             match self.shared.build_agent(entry, Origin::Api).await {
                 Ok(agent) => {
+                    // It may replace a config entry of the same id that
+                    // gRPC serves already: a disabled one must leave it.
                     #[cfg(feature = "grpc")]
                     if agent.entry.enabled {
                         self.shared.grpc.insert(agent.handler.clone());
+                    } else {
+                        self.shared.grpc.remove(&agent.entry.id);
                     }
                     self.shared.live.insert(agent);
                 }

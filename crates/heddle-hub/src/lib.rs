@@ -316,7 +316,6 @@ impl Hub {
         entry: AgentEntry,
         origin: Origin,
     ) -> Result<AgentEntry, RegistryError> {
-        entry.check()?;
         let agent = self.shared.build_agent(entry, origin).await?;
         if origin == Origin::Api
             && let Some(registry) = &self.shared.registry
@@ -475,6 +474,10 @@ impl Shared {
                 })
             })
             .transpose()?;
+        // Then the entry: a bare manifest's entry is made from the
+        // manifest, so its faults (a plain-http endpoint, say) are the
+        // manifest's, reported above with every other violation.
+        entry.check()?;
         let (mut profile, mut executor) = self.resolve(&mut entry).await?;
         if let Some(facts) = &entry.answer_metadata {
             profile.extensions.push(facts.extension());

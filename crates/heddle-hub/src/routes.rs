@@ -39,40 +39,38 @@ impl Hub {
                 get(move || async move { Json((*jwks).clone()) }),
             );
         }
-        let fixed = fixed.with_state(self.clone());
+        let fixed = fixed
+            .with_state(self.clone())
+            .fallback(|uri: axum::http::Uri| async move { nothing_at(uri.path()) });
+        // The hub looks at the path itself before any route table: an
+        // agent's request, the hot path, goes straight to that agent's
+        // routes.
         let hub = self.clone();
-        let retry = fixed.clone();
-        fixed.fallback_service(tower::service_fn(move |req: Request| {
+        Router::new().fallback_service(tower::service_fn(move |req: Request| {
             let hub = hub.clone();
-            let retry = retry.clone();
-            async move { Ok::<_, std::convert::Infallible>(hub.dispatch(req, retry).await) }
+            let fixed = fixed.clone();
+            async move { Ok::<_, std::convert::Infallible>(hub.dispatch(req, fixed).await) }
         }))
     }
 
-    /// A request no fixed route took: an agent's, the default agent's card,
-    /// a fixed route spelled with extra slashes, or nothing.
+    /// Routes one request: to an agent, to the default agent's card, or to
+    /// the hub's own routes; a path with extra slashes is cleaned first.
     async fn dispatch(&self, req: Request, fixed: Router) -> Response {
-        // Looked up while the path is borrowed: no copy of it on the way.
-        let agent = req.uri().path().strip_prefix(AGENTS_PREFIX).map(|rest| {
-            let id = rest.split('/').next().unwrap_or_default();
-            self.shared
-                .live
-                .get(id)
-                .filter(|a| a.entry.enabled)
-                .ok_or_else(|| {
-                    format!(
-                        "no agent {:?} on this hub (GET /api/v1/agents lists them)",
-                        shorten(id)
-                    )
-                })
-        });
-        match agent {
-            Some(Ok(agent)) => return call(agent.routes.clone(), req).await,
-            Some(Err(missing)) => return not_found(&missing),
-            None => {}
-        }
+        let req = match self.to_agent(req) {
+            Ok(answer) => return answer.await,
+            Err(req) => req,
+        };
         let path = req.uri().path();
-        if heddle_server::CARD_PATHS.contains(&path) {
+        let req = if path.len() > 1 && (path.ends_with('/') || path.contains("//")) {
+            let clean = heddle_server::normalize_path(req);
+            match self.to_agent(clean) {
+                Ok(answer) => return answer.await,
+                Err(req) => req,
+            }
+        } else {
+            req
+        };
+        if heddle_server::CARD_PATHS.contains(&req.uri().path()) {
             let default = self.shared.default_agent.as_deref();
             return match default
                 .and_then(|id| self.shared.live.get(id))
@@ -84,19 +82,39 @@ impl Hub {
                 }
             };
         }
-        if path.len() > 1 && (path.ends_with('/') || path.contains("//")) {
-            let path = path.to_owned();
-            let clean = heddle_server::normalize_path(req);
-            if clean.uri().path() != "/" {
-                return call(
-                    fixed.fallback(|uri: axum::http::Uri| async move { nothing_at(uri.path()) }),
-                    clean,
-                )
-                .await;
+        call(fixed, req).await
+    }
+
+    /// The answer of the agent the path names, or the request back when
+    /// the path is not under `/api/v1/agents/`.
+    #[allow(clippy::result_large_err)] // handing the request back is the point
+    fn to_agent(
+        &self,
+        req: Request,
+    ) -> Result<impl std::future::Future<Output = Response> + use<>, Request> {
+        // Looked up while the path is borrowed: no copy of it on the way.
+        let found = match req.uri().path().strip_prefix(AGENTS_PREFIX) {
+            None => return Err(req),
+            Some(rest) => {
+                let id = rest.split('/').next().unwrap_or_default();
+                self.shared
+                    .live
+                    .get(id)
+                    .filter(|a| a.entry.enabled)
+                    .ok_or_else(|| {
+                        format!(
+                            "no agent {:?} on this hub (GET /api/v1/agents lists them)",
+                            shorten(id)
+                        )
+                    })
             }
-            return nothing_at(&path);
-        }
-        nothing_at(path)
+        };
+        Ok(async move {
+            match found {
+                Ok(agent) => call(agent.routes.clone(), req).await,
+                Err(missing) => not_found(&missing),
+            }
+        })
     }
 }
 

@@ -1016,10 +1016,16 @@ async fn cards_are_served_at_both_names_with_validators() {
             .expect("json")
     };
     assert_eq!(list["agents"].as_array().map(Vec::len), Some(4));
+    // Listed by id.
+    let echo = list["agents"]
+        .as_array()
+        .and_then(|a| a.iter().find(|x| x["id"] == "echo"))
+        .expect("echo is listed");
     assert_eq!(
-        list["agents"][0]["cardUrl"],
+        echo["cardUrl"],
         format!("{BASE}/api/v1/agents/echo/.well-known/agent-card.json")
     );
+    assert_eq!(list["agents"][0]["id"], "conformance");
 }
 
 #[tokio::test]
