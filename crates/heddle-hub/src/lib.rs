@@ -37,6 +37,7 @@ pub mod admin;
 pub mod agents;
 pub mod answer_metadata;
 mod auth;
+mod build;
 mod builder;
 pub mod config;
 mod discovery;
@@ -51,7 +52,7 @@ use std::{collections::BTreeMap, sync::Arc};
 use axum::Router;
 use heddle_core::{VersionSet, v1};
 use heddle_server::{
-    AgentExecutor, AgentRoutes, Limits, PushNotifier, RequestHandler, StreamSlots, card_router,
+    AgentExecutor, Limits, PushNotifier, RequestHandler, StreamSlots,
     limit::CallerLimits,
     profile::{Endpoints, GrpcEndpoint},
 };
@@ -61,7 +62,7 @@ pub use admin::AdminAccess;
 pub use builder::{BuildError, HubBuilder};
 pub use heddle_server::profile::AgentProfile;
 pub use live::{LiveAgent, Origin};
-use registry::{AgentEntry, AgentKind, EntryError};
+use registry::{AgentEntry, EntryError};
 
 /// One hosted agent.
 #[derive(Clone, Debug)]
@@ -384,212 +385,6 @@ impl Hub {
             keys.extend(push_keys.iter().cloned());
         }
         keys
-    }
-}
-
-impl Shared {
-    /// The executor and card profile an entry names.
-    async fn resolve(
-        &self,
-        entry: &mut AgentEntry,
-    ) -> Result<(AgentProfile, Arc<dyn AgentExecutor>), RegistryError> {
-        match entry.kind {
-            AgentKind::Builtin => {
-                let name = entry.builtin_name();
-                let b = self.builtins.get(name).ok_or_else(|| {
-                    RegistryError::UnknownBuiltin(
-                        name.to_owned(),
-                        self.builtins
-                            .keys()
-                            .map(String::as_str)
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                    )
-                })?;
-                Ok((b.profile.clone(), b.executor.clone()))
-            }
-            AgentKind::Remote => self.resolve_remote(entry).await,
-        }
-    }
-
-    /// A remote entry's upstream card (the kept one, else fetched now and
-    /// kept in the entry, with its warnings) and its proxy executor.
-    async fn resolve_remote(
-        &self,
-        entry: &mut AgentEntry,
-    ) -> Result<(AgentProfile, Arc<dyn AgentExecutor>), RegistryError> {
-        let upstream = |e: remote::RemoteError| RegistryError::Upstream(e.to_string());
-        let card = match &entry.upstream_card {
-            Some(raw) => remote::kept_card(raw, entry.allow_http).map_err(upstream)?,
-            None => {
-                let url = entry.card_url.as_deref().unwrap_or_default();
-                let opts = remote::FetchOptions {
-                    allow_http: entry.allow_http,
-                    ..self.remote.fetch.clone()
-                };
-                let fetched = remote::fetch_card(url, &opts).await.map_err(upstream)?;
-                entry.upstream_card = Some(fetched.raw);
-                entry.warnings = fetched.warnings;
-                fetched.card
-            }
-        };
-        let links = self.store.clone().registry_store().ok_or_else(|| {
-            RegistryError::Upstream(
-                "the hub's store keeps no task links, which a remote agent needs".into(),
-            )
-        })?;
-        let auth = entry.auth.clone().unwrap_or_default();
-        let agent = remote::RemoteAgent::new(
-            entry.id.clone(),
-            &card,
-            &auth,
-            &self.remote.secrets,
-            self.remote.options.clone(),
-            links,
-        )
-        .map_err(upstream)?;
-        Ok((remote::hub_profile(&card), Arc::new(agent)))
-    }
-
-    /// Builds the whole agent an entry describes: its card with the hub's
-    /// interfaces (signed by the card hook), its handler and its routes.
-    async fn build_agent(
-        &self,
-        mut entry: AgentEntry,
-        origin: Origin,
-    ) -> Result<LiveAgent, RegistryError> {
-        // The manifest first: a broken one is refused before any upstream
-        // is contacted.
-        let manifest = entry
-            .manifest
-            .as_ref()
-            .map(|doc| {
-                manifest::validate(doc).map_err(|violations| {
-                    RegistryError::Manifest(
-                        violations
-                            .into_iter()
-                            .map(|v| (format!("/manifest{}", v.pointer), v.message))
-                            .collect(),
-                    )
-                })
-            })
-            .transpose()?;
-        // Then the entry: a bare manifest's entry is made from the
-        // manifest, so its faults (a plain-http endpoint, say) are the
-        // manifest's, reported above with every other violation.
-        entry.check()?;
-        let (mut profile, mut executor) = self.resolve(&mut entry).await?;
-        if let Some(facts) = &entry.answer_metadata {
-            profile.extensions.push(facts.extension());
-            executor = facts.wrap(executor);
-        }
-        let mut check = self.message_checks.get(&entry.id).cloned();
-        if let Some(m) = manifest {
-            // The manifest speaks for the agent: its card and input rules.
-            let from_manifest = m.profile(None);
-            profile.name = from_manifest.name;
-            profile.description = from_manifest.description;
-            profile.skills = from_manifest.skills;
-            profile.version = from_manifest.version;
-            profile.extensions.extend(from_manifest.extensions);
-            let input = manifest::InputCheck::new(&m).map_err(|e| {
-                RegistryError::Manifest(vec![("/manifest/input_schema".into(), e.to_string())])
-            })?;
-            check = Some(input.into_message_check());
-        }
-        if let Some(name) = &entry.name {
-            profile.name.clone_from(name);
-        }
-        if let Some(description) = &entry.description {
-            profile.description.clone_from(description);
-        }
-        let id = entry.id.clone();
-        let card = card_for_endpoints(
-            &self.public_url,
-            self.grpc_url.as_deref(),
-            &id,
-            &profile,
-            self.bindings,
-            self.versions,
-        );
-        let (mut card, mut extended) = match &self.auth {
-            Some(auth) => {
-                let (card, extended) = auth::secured_cards(auth, card);
-                (card, Some(extended))
-            }
-            None => (card, None),
-        };
-        // The extended card is served like the public one: same
-        // capabilities, and signed by the same hook.
-        for served in std::iter::once(&mut card).chain(extended.as_mut()) {
-            if self.notifier.is_some()
-                && let Some(caps) = served.capabilities.as_mut()
-            {
-                caps.push_notifications = Some(true);
-            }
-            // Last: a signature covers the card exactly as served.
-            if let Some(hook) = &self.card_hook {
-                hook(&id, served);
-            }
-        }
-        let mut limits = self.limits.clone();
-        if let Some(n) = entry.limits.max_body_bytes {
-            limits.max_body_bytes = limits.max_body_bytes.min(n);
-        }
-        if let Some(n) = entry.limits.max_parts {
-            limits.max_parts = limits.max_parts.min(n);
-        }
-        let root_card = card_router(&card);
-        let mut handler = RequestHandler::builder(id.clone(), card, executor, self.store.clone())
-            .limits(limits)
-            // `max_streams` and the caller limits hold for the hub, not
-            // for each agent.
-            .stream_slots(self.streams.clone())
-            .caller_limits(self.caller_limits.clone())
-            .versions(self.versions);
-        if let Some(extended) = extended {
-            handler = handler.extended_card(extended);
-        }
-        if let Some(n) = &self.notifier {
-            handler = handler.push(n.clone());
-        }
-        if let Some(check) = check {
-            handler = handler.message_check(check);
-        }
-        let handler = handler.build();
-        let routes = self.agent_routes(&handler);
-        Ok(LiveAgent {
-            entry,
-            origin,
-            handler,
-            routes,
-            root_card,
-        })
-    }
-
-    /// The HTTP routes of one agent under `/api/v1/agents/{id}`.
-    fn agent_routes(&self, handler: &RequestHandler) -> Router {
-        let id = handler.agent_id().to_owned();
-        let mut routes = AgentRoutes::new(handler.clone()).under(format!("/api/v1/agents/{id}"));
-        routes = if self.bindings.jsonrpc {
-            routes.jsonrpc_at("/a2a")
-        } else {
-            routes.without_jsonrpc()
-        };
-        if self.bindings.rest {
-            routes = routes.rest_at("/rest");
-        }
-        if let Some(auth) = &self.auth {
-            // Each binding behind the authenticator, which answers in that
-            // binding's error form; the cards stay public.
-            let auth = auth.clone();
-            routes = routes.around_bindings(move |binding, r| r.layer(auth.layer(binding)));
-        }
-        let ids = Arc::new(id);
-        heddle_server::lenient_paths(routes.router().fallback(move |uri: axum::http::Uri| {
-            let ids = ids.clone();
-            async move { routes::agent_path_not_found(&ids, uri.path()) }
-        }))
     }
 }
 
