@@ -62,7 +62,7 @@ kind = "remote"
 card_url = "http://127.0.0.1:$up_port/api/v1/agents/echo"
 allow_http = true
 EOF
-serve hub "$hub_port" --config "$work/hub.toml"
+serve hub "$hub_port" --config "$work/hub.toml" --default-agent echo-remote
 hub_pid=${pids[-1]}
 
 # utime + stime of a process, in clock ticks.

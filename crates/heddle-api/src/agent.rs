@@ -65,6 +65,10 @@ pub struct RequestContext {
     pub protocol_version: ProtocolVersion,
     /// Fires when the task is canceled; long-running agents should watch it.
     pub cancel: CancellationToken,
+    /// Whether the caller follows the task as a stream (SendStreamingMessage)
+    /// rather than waiting for an answer: an agent that relays elsewhere can
+    /// then stream there too, and make one call when nobody watches events.
+    pub streaming: bool,
 }
 
 impl RequestContext {

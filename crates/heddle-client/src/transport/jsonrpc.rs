@@ -4,11 +4,9 @@
 
 use heddle_core::{A2aError, jsonrpc::ClientResponse, method::Method, v1};
 use serde::{Serialize, de::DeserializeOwned};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::{
-    Call, EventStream, ExtendedCard, Target, Transport, http::HttpCore, missing, to_value,
-};
+use super::{Call, EventStream, ExtendedCard, Target, Transport, http::HttpCore, missing};
 use crate::ClientError;
 
 /// The JSON-RPC envelope over one interface, in its version's method names.
@@ -23,17 +21,42 @@ impl JsonRpc {
         }
     }
 
-    /// The request envelope for `method` in this version's naming.
-    fn envelope<P: Serialize>(&self, method: Method, params: &P) -> Result<Value, ClientError> {
+    /// The request envelope for `method` in this version's naming, as the
+    /// JSON text sent: written from the typed params in one pass (no
+    /// intermediate `Value`).
+    fn envelope<P: Serialize>(&self, method: Method, params: &P) -> Result<String, ClientError> {
+        #[derive(Serialize)]
+        struct Envelope<'a, P> {
+            jsonrpc: &'static str,
+            id: String,
+            method: &'a str,
+            params: &'a P,
+        }
         let name = method
             .jsonrpc_name(self.core.version)
             .ok_or_else(|| missing(method, self.core.version))?;
-        Ok(json!({
-            "jsonrpc": "2.0",
-            "id": uuid::Uuid::new_v4().to_string(),
-            "method": name,
-            "params": to_value(params)?,
-        }))
+        serde_json::to_string(&Envelope {
+            jsonrpc: "2.0",
+            id: uuid::Uuid::new_v4().to_string(),
+            method: name,
+            params,
+        })
+        .map_err(|e| ClientError::InvalidResponse(format!("cannot encode the request: {e}")))
+    }
+
+    /// One call; the whole response body, once its `error` (if any) is
+    /// turned into the error it stands for.
+    async fn exchange<P: Serialize>(
+        &self,
+        method: Method,
+        params: &P,
+    ) -> Result<bytes::Bytes, ClientError> {
+        let body = self.envelope(method, params)?;
+        let req = self
+            .core
+            .request(reqwest::Method::POST, &self.core.url)
+            .await?;
+        self.core.exchange_text(req, Some(body)).await
     }
 
     /// One call; its `result` as JSON (`null` when absent).
@@ -42,29 +65,24 @@ impl JsonRpc {
         method: Method,
         params: &P,
     ) -> Result<Value, ClientError> {
-        let body = self.envelope(method, params)?;
-        let req = self
-            .core
-            .request(reqwest::Method::POST, &self.core.url)
-            .await?;
-        let bytes = self.core.exchange(req, Some(&body)).await?;
+        self.call_as(method, params).await
+    }
+
+    /// One call whose result is a `T`, read straight from the response.
+    pub(crate) async fn call_as<P: Serialize, T: DeserializeOwned>(
+        &self,
+        method: Method,
+        params: &P,
+    ) -> Result<T, ClientError> {
+        let bytes = self.exchange(method, params).await?;
         let r: ClientResponse<'_> = serde_json::from_slice(&bytes)
             .map_err(|e| ClientError::InvalidResponse(e.to_string()))?;
         if let Some(err) = r.error {
             return Err(ClientError::A2a(A2aError::from_jsonrpc(&err)));
         }
         let result = r.result.map_or("null", |r| r.get());
-        serde_json::from_str(result).map_err(|e| ClientError::InvalidResponse(e.to_string()))
-    }
-
-    /// One call whose result is a `T`.
-    pub(crate) async fn call_as<P: Serialize, T: DeserializeOwned>(
-        &self,
-        method: Method,
-        params: &P,
-    ) -> Result<T, ClientError> {
-        let v = self.call(method, params).await?;
-        super::from_value(method, v)
+        serde_json::from_str(result)
+            .map_err(|e| ClientError::InvalidResponse(format!("{method:?} result: {e}")))
     }
 
     /// A streaming call: each SSE `data:` is a JSON-RPC response whose
@@ -85,7 +103,7 @@ impl JsonRpc {
         let resp = req
             .header("content-type", "application/json")
             .header("accept", "text/event-stream")
-            .body(body.to_string())
+            .body(body)
             .send()
             .await?;
         self.core

@@ -123,15 +123,6 @@ pub(crate) fn to_value<T: Serialize>(v: &T) -> Result<Value, ClientError> {
         .map_err(|e| ClientError::InvalidResponse(format!("cannot encode the request: {e}")))
 }
 
-/// A reply typed as `T`, or an error naming the operation.
-pub(crate) fn from_value<T: serde::de::DeserializeOwned>(
-    method: Method,
-    v: Value,
-) -> Result<T, ClientError> {
-    serde_json::from_value(v)
-        .map_err(|e| ClientError::InvalidResponse(format!("{method:?} result: {e}")))
-}
-
 /// v0.3 reads a history length of 0 as "all": v1.0's "none" is sent as 1
 /// and the one message left is dropped from the answer.
 pub(crate) fn v03_history_length(n: Option<i32>) -> Option<i32> {

@@ -80,7 +80,8 @@ struct Link {
 /// An upstream A2A agent as a hub executor.
 ///
 /// * `execute` on a new task sends the message upstream (streaming when the
-///   upstream card says it streams, else one blocking send, followed by
+///   upstream card says it streams and the hub's caller streams or returned
+///   at once, else one blocking send, followed by
 ///   polling if the upstream answers before its task is done), links the
 ///   hub task to the upstream task as soon as its id is known, and
 ///   publishes each upstream event on the hub task as it arrives, until the
@@ -227,7 +228,16 @@ impl RemoteAgent {
             context_id: l.upstream_context_id,
         });
         let t = self.timeouts;
-        let stream = if self.streaming {
+        // Streamed upstream when someone may watch the hub task's events as
+        // they happen (a streaming caller, or one that returned at once and
+        // will subscribe or poll); a caller that waits for the answer gets
+        // it from one blocking call, which costs the hub far less.
+        let watched = ctx.streaming
+            || ctx
+                .configuration
+                .as_ref()
+                .is_some_and(|c| c.return_immediately);
+        let stream = if self.streaming && watched {
             tokio::time::timeout(t.call, self.client.send_streaming(req))
                 .await
                 .map_err(|_| format!("the remote agent did not answer within {:?}", t.call))?

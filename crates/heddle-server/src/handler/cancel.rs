@@ -64,6 +64,7 @@ impl RequestHandler {
                 metadata: None,
                 protocol_version: ProtocolVersion::V1_0,
                 cancel: live.cancel.clone(),
+                streaming: false,
             };
             let grace = self.inner.limits.cancel_grace;
             if let Err(e) =

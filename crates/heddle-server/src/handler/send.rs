@@ -104,6 +104,7 @@ impl RequestHandler {
             metadata: req.metadata,
             protocol_version: cx.version,
             cancel: live.cancel.clone(),
+            streaming: stream,
         });
         self.spawn_execution(live.clone(), ctx, running).await;
 
