@@ -161,3 +161,89 @@ async fn an_extended_card_signed_by_another_key_is_refused() {
         }
     }
 }
+
+/// A plain (unsigned, open) Heddle hub serving `echo` on a real port: the
+/// upstream a signing hub fronts. Returns its echo agent's base URL.
+async fn upstream() -> String {
+    let http = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let public_url = format!("http://{}", http.local_addr().expect("addr"));
+    let hub = Hub::builder(&public_url, Arc::new(MemoryStore::default()))
+        .agent(
+            "echo",
+            AgentProfile::new("echo", "Upstream echo", "echo", &["t"]),
+            Arc::new(Echo),
+        )
+        .build()
+        .await;
+    let never = std::future::pending::<()>;
+    tokio::spawn(heddle_server::listen::serve(http, hub.router(), never()));
+    format!("{public_url}/api/v1/agents/echo")
+}
+
+#[tokio::test]
+async fn a_remote_agent_registered_at_run_time_is_served_with_a_card_the_hub_signs() {
+    let up = upstream().await;
+    let signing = key("ec.pem", "hub-key");
+    let signer = CardSigner::new(key("ec.pem", "hub-key"), None);
+    let http = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let public_url = format!("http://{}", http.local_addr().expect("addr"));
+    let hub = Hub::builder(&public_url, Arc::new(MemoryStore::default()))
+        .card_hook(Arc::new(move |_, card| {
+            signer.sign(card).expect("the test key signs");
+        }))
+        .build()
+        .await;
+    let mut entry = heddle_hub::registry::AgentEntry::remote("fronted", up.clone());
+    entry.allow_http = true;
+    hub.register(entry).await.expect("registered while serving");
+    let never = std::future::pending::<()>;
+    tokio::spawn(heddle_server::listen::serve(http, hub.router(), never()));
+
+    let url = format!("{public_url}/api/v1/agents/fronted");
+    let opts = ClientOptions {
+        bindings: vec![Binding::JsonRpc],
+        card_verification: Some(trusting(&signing)),
+        ..Default::default()
+    };
+    let client = A2aClient::discover(&url, opts)
+        .await
+        .expect("the hub's card for the remote agent verifies with the hub's key");
+    let card = client.card();
+    assert_eq!(card.name, "Upstream echo", "the upstream's card, rewritten");
+    assert!(!card.signatures.is_empty(), "signed");
+    assert!(
+        card.supported_interfaces
+            .iter()
+            .all(|i| i.url.starts_with(&public_url)),
+        "every interface is the hub's: {:?}",
+        card.supported_interfaces
+    );
+    let reply = client.send_text("through the hub").await.expect("send");
+    let heddle_client::SendReply::Task(task) = reply else {
+        panic!("a task");
+    };
+    assert_eq!(
+        task.status.as_ref().map(|s| s.state()),
+        Some(heddle_core::v1::TaskState::Completed)
+    );
+
+    // A key the hub does not sign with is refused: the signature is real.
+    let stranger = key("ed25519.pem", "stranger");
+    let refused = A2aClient::discover(
+        &url,
+        ClientOptions {
+            bindings: vec![Binding::JsonRpc],
+            card_verification: Some(trusting(&stranger)),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert!(
+        matches!(refused, Err(ClientError::CardSignature(_))),
+        "{refused:?}"
+    );
+}
