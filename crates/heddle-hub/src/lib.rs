@@ -262,21 +262,32 @@ impl Hub {
     /// the registry store (when the hub's store has one), so it survives a
     /// restart. Refused if the id is taken.
     pub async fn register(&self, entry: AgentEntry) -> Result<AgentEntry, RegistryError> {
-        let _change = self.shared.changes.lock().await;
         if self.shared.live.get(&entry.id).is_some() {
             return Err(RegistryError::Exists(entry.id));
         }
-        self.put(entry, Origin::Api).await
+        // Built before taking the change lock: a remote agent's card fetch
+        // holds up no other registration.
+        let agent = self.shared.build_agent(entry, Origin::Api).await?;
+        let _change = self.shared.changes.lock().await;
+        if self.shared.live.get(&agent.entry.id).is_some() {
+            return Err(RegistryError::Exists(agent.entry.id));
+        }
+        self.commit(agent).await
     }
 
     /// Replaces the registration of an existing agent (same id). Requests in
     /// flight finish on the agent as it was; its tasks are kept.
     pub async fn update(&self, entry: AgentEntry) -> Result<AgentEntry, RegistryError> {
-        let _change = self.shared.changes.lock().await;
         if self.shared.live.get(&entry.id).is_none() {
             return Err(RegistryError::NotFound(entry.id));
         }
-        self.put(entry, Origin::Api).await
+        let agent = self.shared.build_agent(entry, Origin::Api).await?;
+        let _change = self.shared.changes.lock().await;
+        if self.shared.live.get(&agent.entry.id).is_none() {
+            // Removed while this one was being built.
+            return Err(RegistryError::NotFound(agent.entry.id));
+        }
+        self.commit(agent).await
     }
 
     /// Stops serving the agent `id` and forgets its registration. Its open
@@ -299,7 +310,6 @@ impl Hub {
     /// Builds the agent `id` anew from its registration: a remote agent's
     /// card is fetched again from its upstream.
     pub async fn refresh(&self, id: &str) -> Result<AgentEntry, RegistryError> {
-        let _change = self.shared.changes.lock().await;
         let live = self
             .shared
             .live
@@ -307,18 +317,28 @@ impl Hub {
             .ok_or_else(|| RegistryError::NotFound(id.to_owned()))?;
         let mut entry = live.entry.clone();
         entry.upstream_card = None;
-        self.put(entry, live.origin).await
+        let agent = self.shared.build_agent(entry, live.origin).await?;
+        let _change = self.shared.changes.lock().await;
+        if self.shared.live.get(id).is_none() {
+            return Err(RegistryError::NotFound(id.to_owned()));
+        }
+        self.commit(agent).await
     }
 
-    /// Builds the agent, keeps an API registration in the store, then swaps
-    /// it in. The caller holds `changes`.
+    /// Builds the agent and serves it (for the builder, before any request).
     pub(crate) async fn put(
         &self,
         entry: AgentEntry,
         origin: Origin,
     ) -> Result<AgentEntry, RegistryError> {
         let agent = self.shared.build_agent(entry, origin).await?;
-        if origin == Origin::Api
+        self.commit(agent).await
+    }
+
+    /// Keeps an API registration in the store, then swaps the agent in. The
+    /// caller holds `changes` (or nothing serves the hub yet).
+    async fn commit(&self, agent: LiveAgent) -> Result<AgentEntry, RegistryError> {
+        if agent.origin == Origin::Api
             && let Some(registry) = &self.shared.registry
         {
             let doc = serde_json::to_string(&agent.entry)
