@@ -351,30 +351,17 @@ async fn entry_from(body: Body, id: Option<&str>) -> Result<AgentEntry, Response
 /// fields are only read where present.
 fn from_manifest(doc: Value, id: Option<&str>) -> AgentEntry {
     let id = id.map_or_else(
-        || slug(doc["agent_name"].as_str().unwrap_or_default()),
+        || {
+            let mut id = crate::registry::slug(doc["agent_name"].as_str().unwrap_or_default());
+            id.truncate(crate::registry::MAX_ID_LEN);
+            id.trim_end_matches('-').to_owned()
+        },
         str::to_owned,
     );
     let endpoint = doc["endpoint"].as_str().unwrap_or_default().to_owned();
     let mut entry = AgentEntry::remote(id, endpoint);
     entry.manifest = Some(doc);
     entry
-}
-
-/// An agent id made from a name: lowercase letters and digits, other runs
-/// of characters as one `-`, at most 64 bytes.
-pub fn slug(name: &str) -> String {
-    let mut out = String::new();
-    for c in name.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.is_empty() && !out.ends_with('-') {
-            out.push('-');
-        }
-        if out.len() >= crate::registry::MAX_ID_LEN {
-            break;
-        }
-    }
-    out.trim_end_matches('-').to_owned()
 }
 
 /// The `id` query parameter, if any.

@@ -240,6 +240,25 @@ impl AgentEntry {
     }
 }
 
+/// A name as an id: lowercase ASCII letters and digits, every other run of
+/// characters one `-`, none at either end (empty when the name has no ASCII
+/// letter or digit). Agent ids made from a manifest's name and skill ids
+/// made from skill names both come from here.
+pub fn slug(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.is_empty() && !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    while out.ends_with('-') {
+        out.pop();
+    }
+    out
+}
+
 /// An agent id: 1 to [`MAX_ID_LEN`] bytes of lowercase ASCII letters,
 /// digits, `-`, `_` and `.`, starting with a letter or digit (so it is a
 /// path segment as it stands, and never `.` or `..`).

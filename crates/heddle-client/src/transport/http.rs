@@ -21,7 +21,7 @@ pub(crate) struct HttpCore {
     /// The interface URL.
     pub(crate) url: String,
     /// `url` parsed once, for the requests to it that add no query
-    /// parameter (parsing it again cost each call about 7k instructions).
+    /// parameter, rather than on every call.
     parsed: Option<reqwest::Url>,
     /// The interface's tenant (empty for none).
     pub(crate) tenant: String,

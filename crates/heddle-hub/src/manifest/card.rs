@@ -103,24 +103,15 @@ impl Manifest {
     }
 }
 
-/// A skill id from its name: lower-case ASCII letters and digits, other
-/// runs as one `-`; `skill` when nothing is left.
+/// A skill id from its name ([`crate::registry::slug`]); `skill` when
+/// nothing is left.
 fn skill_id(name: &str) -> String {
-    let mut id = String::with_capacity(name.len());
-    for c in name.chars() {
-        if c.is_ascii_alphanumeric() {
-            id.push(c.to_ascii_lowercase());
-        } else if !id.is_empty() && !id.ends_with('-') {
-            id.push('-');
-        }
-    }
-    while id.ends_with('-') {
-        id.pop();
-    }
+    let id = crate::registry::slug(name);
     if id.is_empty() {
-        id.push_str("skill");
+        "skill".to_owned()
+    } else {
+        id
     }
-    id
 }
 
 /// `id`, or `id-2`, `id-3`, … when taken: two names may give one id.
