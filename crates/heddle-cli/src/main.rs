@@ -5,6 +5,7 @@ mod card;
 mod card_sign;
 mod hub_config;
 mod keys;
+mod new;
 mod push_config;
 mod registry;
 mod remote;
@@ -57,6 +58,10 @@ enum Command {
     /// Receive push notifications (a webhook that prints what arrives).
     #[command(subcommand)]
     Webhook(webhook::WebhookCommand),
+    /// Lay out something new: `heddle new agent` writes an agent's card,
+    /// skills schema, endpoint blueprint, and a crate or hub entry.
+    #[command(subcommand)]
+    New(new::NewCommand),
     /// Check what the hub's registry takes, offline (agent manifests).
     #[command(subcommand)]
     Registry(registry::RegistryCommand),
@@ -89,6 +94,7 @@ fn main() -> ExitCode {
             Command::Agents(cmd) => agents::run(cmd).await,
             Command::Webhook(cmd) => webhook::run(cmd).await,
             Command::Registry(cmd) => registry::run(cmd),
+            Command::New(cmd) => new::run(cmd).await,
         }
     });
     match result {
