@@ -1,0 +1,659 @@
+//! `heddle new agent`: every security scheme and binding set written
+//! without questions, each file checked by an independent reader (the
+//! card by `heddle card validate` in both versions, the skills schema
+//! compiled as draft 2020-12, the manifest against the manifest schema
+//! file itself); `--from-card`; the interactive form in a pseudo-terminal;
+//! and one generated crate built, started, and called by the official
+//! Python SDK knowing only what its blueprint says.
+
+mod common;
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+};
+
+use serde_json::{Value, json};
+
+fn heddle_in(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_heddle"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("heddle runs")
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn ok(out: &std::process::Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what}: {}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `heddle card validate FILE` passes and names the expected form.
+fn card_validates(file: &Path, form: &str) {
+    let out = common::heddle(&["card", "validate", file.to_str().expect("utf8")]);
+    ok(&out, "card validate");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains(&format!("valid ({form} card)")), "{said}");
+}
+
+/// A data input schema a skill declares, for the skills schema to carry.
+const CITY_SCHEMA: &str = r#"{"$schema":"https://json-schema.org/draft/2020-12/schema",
+  "type":"object","required":["city"],"properties":{"city":{"type":"string"}}}"#;
+
+struct Case {
+    security: &'static [&'static str],
+    bindings: &'static str,
+    v03: bool,
+    url: &'static str,
+    target: &'static str,
+    /// The card's scheme member, e.g. `apiKeySecurityScheme`.
+    scheme: Option<&'static str>,
+}
+
+const CASES: &[Case] = &[
+    Case {
+        security: &["--security", "none"],
+        bindings: "jsonrpc",
+        v03: false,
+        url: "http://127.0.0.1:8080",
+        target: "crate",
+        scheme: None,
+    },
+    Case {
+        security: &["--security", "api-key", "--api-key-header", "X-Agent-Key"],
+        bindings: "jsonrpc,rest",
+        v03: true,
+        url: "http://localhost:9000/agents/weather",
+        target: "hub-toml",
+        scheme: Some("apiKeySecurityScheme"),
+    },
+    Case {
+        security: &[
+            "--security",
+            "bearer-jwt",
+            "--jwt-issuer",
+            "https://issuer.example",
+            "--jwt-audience",
+            "https://agents.example",
+        ],
+        bindings: "rest,grpc",
+        v03: false,
+        url: "https://agents.example/weather",
+        target: "manifest",
+        scheme: Some("httpAuthSecurityScheme"),
+    },
+    Case {
+        security: &[
+            "--security",
+            "oauth2",
+            "--token-url",
+            "https://idp.example/token",
+            "--scope",
+            "a2a",
+        ],
+        bindings: "jsonrpc,rest,grpc",
+        v03: true,
+        url: "https://agents.example",
+        target: "manifest",
+        scheme: Some("oauth2SecurityScheme"),
+    },
+    Case {
+        security: &["--security", "mtls"],
+        bindings: "grpc,jsonrpc",
+        v03: true,
+        url: "https://localhost:8443",
+        target: "crate",
+        scheme: Some("mtlsSecurityScheme"),
+    },
+];
+
+/// The manifest schema file the hub embeds, compiled here on its own.
+fn manifest_schema() -> jsonschema::Validator {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../heddle-hub/src/manifest/manifest.schema.json");
+    jsonschema::draft202012::options()
+        .should_validate_formats(true)
+        .build(&read_json(&path))
+        .expect("the manifest schema compiles")
+}
+
+#[test]
+fn every_security_scheme_and_binding_set_writes_files_that_validate() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let schema_file = tmp.path().join("city.schema.json");
+    std::fs::write(&schema_file, CITY_SCHEMA).expect("write");
+    for (n, case) in CASES.iter().enumerate() {
+        let dir = tmp.path().join(format!("case{n}"));
+        let skill = format!(
+            "id=forecast|name=Forecast|description=Weather for a city|tags=weather|\
+             examples=Rain in Paris?|input=text/plain|output=text/plain,application/json|input-schema={}",
+            schema_file.display()
+        );
+        let mut args = vec![
+            "new",
+            "agent",
+            "--yes",
+            "--name",
+            "Weather Bot",
+            "--description",
+            "Forecasts the weather",
+            "--skill",
+            &skill,
+            "--skill",
+            "id=alerts|tags=weather,alerts",
+            "--bindings",
+            case.bindings,
+            "--url",
+            case.url,
+            "--target",
+            case.target,
+            "--out",
+            dir.to_str().expect("utf8"),
+        ];
+        args.extend_from_slice(case.security);
+        if case.v03 {
+            args.push("--v03");
+        }
+        if case.bindings.contains("grpc") {
+            args.extend(["--grpc-addr", "localhost:50051"]);
+        }
+        let out = common::heddle(&args);
+        ok(&out, &format!("case {n}"));
+
+        // The v1.0 card: valid, with the scheme and exactly the interfaces asked for.
+        card_validates(&dir.join("agent-card.json"), "v1.0");
+        let card = read_json(&dir.join("agent-card.json"));
+        let schemes = card["securitySchemes"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        match case.scheme {
+            None => assert!(schemes.is_empty(), "case {n}: {schemes:?}"),
+            Some(member) => assert!(
+                schemes.values().any(|s| s.get(member).is_some()),
+                "case {n}: no {member} in {schemes:?}"
+            ),
+        }
+        let listed: Vec<(String, String)> = card["supportedInterfaces"]
+            .as_array()
+            .expect("interfaces")
+            .iter()
+            .map(|i| {
+                (
+                    i["protocolBinding"].as_str().unwrap_or("").to_owned(),
+                    i["protocolVersion"].as_str().unwrap_or("").to_owned(),
+                )
+            })
+            .collect();
+        for (flag, binding) in [
+            ("jsonrpc", "JSONRPC"),
+            ("rest", "HTTP+JSON"),
+            ("grpc", "GRPC"),
+        ] {
+            for version in ["1.0", "0.3"] {
+                let want = case.bindings.contains(flag) && (version == "1.0" || case.v03);
+                let has = listed.contains(&(binding.to_owned(), version.to_owned()));
+                assert_eq!(has, want, "case {n}: {binding} {version} in {listed:?}");
+            }
+        }
+        // The v0.3 card, when asked for.
+        let v03_file = dir.join("agent-card.v0.3.json");
+        assert_eq!(v03_file.exists(), case.v03, "case {n}");
+        if case.v03 {
+            card_validates(&v03_file, "v0.3");
+            let old = read_json(&v03_file);
+            assert_eq!(old["protocolVersion"], "0.3.0");
+            if let Some(member) = case.scheme {
+                let tag = match member {
+                    "apiKeySecurityScheme" => "apiKey",
+                    "oauth2SecurityScheme" => "oauth2",
+                    _ => "mutualTLS",
+                };
+                assert!(
+                    old["securitySchemes"]
+                        .as_object()
+                        .is_some_and(|m| m.values().any(|s| s["type"] == tag)),
+                    "case {n}: {}",
+                    old["securitySchemes"]
+                );
+            }
+        }
+
+        // The skills schema: a draft 2020-12 schema whose root takes the
+        // forecast skill's data and refuses data without a city.
+        let skills = read_json(&dir.join("skills.schema.json"));
+        assert_eq!(
+            skills["$schema"],
+            "https://json-schema.org/draft/2020-12/schema"
+        );
+        let v = jsonschema::draft202012::new(&skills).expect("the skills schema compiles");
+        assert!(v.is_valid(&json!({"city": "Paris"})), "case {n}");
+        assert!(!v.is_valid(&json!({"town": "Paris"})), "case {n}");
+        assert!(
+            skills["$defs"]["forecast.output"].is_object(),
+            "the JSON output is described: {skills}"
+        );
+
+        // The blueprint names every interface URL and the auth header.
+        let blueprint = std::fs::read_to_string(dir.join("BLUEPRINT.md")).expect("blueprint");
+        for i in card["supportedInterfaces"].as_array().expect("interfaces") {
+            let url = i["url"].as_str().expect("url");
+            assert!(
+                blueprint.contains(url),
+                "case {n}: {url} not in the blueprint"
+            );
+        }
+        assert!(blueprint.contains("## Errors") && blueprint.contains("TASK_NOT_FOUND"));
+        assert!(blueprint.contains("TASK_STATE_COMPLETED") && blueprint.contains("input-required"));
+        if case.security.contains(&"api-key") {
+            assert!(blueprint.contains("X-Agent-Key: $A2A_API_KEY"), "case {n}");
+        }
+        if case.bindings.contains("rest") {
+            assert!(blueprint.contains("/rest/message:send"), "case {n}");
+        }
+
+        // What goes with it.
+        match case.target {
+            "crate" => {
+                let cargo = std::fs::read_to_string(dir.join("Cargo.toml")).expect("Cargo.toml");
+                assert!(cargo.contains("heddle-server = { path = "), "{cargo}");
+                assert!(dir.join("src/main.rs").exists() && dir.join("src/agent.rs").exists());
+                let settings = std::fs::read_to_string(dir.join("agent.toml")).expect("agent.toml");
+                if case.scheme == Some("mtlsSecurityScheme") {
+                    assert!(
+                        settings.contains("require_client_cert = true"),
+                        "{settings}"
+                    );
+                }
+            }
+            "hub-toml" => {
+                let entry = dir.join("hub-entry.toml");
+                ok(
+                    &common::heddle(&["registry", "validate", entry.to_str().expect("utf8")]),
+                    "registry validate hub-entry.toml",
+                );
+                let text = std::fs::read_to_string(&entry).expect("entry");
+                assert!(
+                    text.contains("type = \"api_key\", header = \"X-Agent-Key\""),
+                    "{text}"
+                );
+                assert!(text.contains("allow_http = true"), "{text}");
+            }
+            _ => {
+                let file = dir.join("manifest.json");
+                ok(
+                    &common::heddle(&["registry", "validate", file.to_str().expect("utf8")]),
+                    "registry validate manifest.json",
+                );
+                let manifest = read_json(&file);
+                let errors: Vec<String> = manifest_schema()
+                    .iter_errors(&manifest)
+                    .map(|e| format!("{}: {e}", e.instance_path()))
+                    .collect();
+                assert!(errors.is_empty(), "case {n}: {errors:?}");
+                assert_eq!(
+                    manifest["input_schema"], skills,
+                    "the hub enforces the skills schema"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_bad_flag_is_refused_with_its_reason_and_nothing_is_written() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out_dir = tmp.path().join("x");
+    let base = [
+        "new",
+        "agent",
+        "--yes",
+        "--name",
+        "X agent",
+        "--description",
+        "d",
+        "--out",
+        out_dir.to_str().expect("utf8"),
+    ];
+    let mut spaced = base.to_vec();
+    spaced.extend(["--skill", "id=get weather"]);
+    let out = common::heddle(&spaced);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot contain spaces"));
+    let mut plain = base.to_vec();
+    plain.extend(["--url", "http://agents.example.com"]);
+    let out = common::heddle(&plain);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("must be https"));
+    let mut local_manifest = base.to_vec();
+    local_manifest.extend(["--target", "manifest"]);
+    let out = common::heddle(&local_manifest);
+    assert_eq!(out.status.code(), Some(2), "a manifest needs https");
+    assert!(
+        !out_dir.exists(),
+        "nothing is written when a file would be invalid"
+    );
+}
+
+#[test]
+fn from_card_writes_the_blueprint_and_hub_entry_of_a_running_agent() {
+    let server = common::serve("memory", &[]);
+    let tmp = tempfile::tempdir().expect("tmp");
+    let agent = format!("{}/api/v1/agents/echo", server.url);
+    let out = heddle_in(
+        tmp.path(),
+        &["new", "agent", "--from-card", &agent, "--out", "echo"],
+    );
+    ok(&out, "--from-card URL");
+    let dir = tmp.path().join("echo");
+    let blueprint = std::fs::read_to_string(dir.join("BLUEPRINT.md")).expect("blueprint");
+    assert!(blueprint.contains(&format!("{agent}/.well-known/agent-card.json")));
+    assert!(blueprint.contains(&format!("{agent}/a2a")), "{blueprint}");
+    ok(
+        &common::heddle(&[
+            "registry",
+            "validate",
+            dir.join("hub-entry.toml").to_str().expect("utf8"),
+        ]),
+        "the entry validates",
+    );
+    let entry = std::fs::read_to_string(dir.join("hub-entry.toml")).expect("entry");
+    assert!(
+        entry.contains(&format!(
+            "card_url = \"{agent}/.well-known/agent-card.json\""
+        )),
+        "{entry}"
+    );
+
+    // From a file too, with a manifest for an https agent.
+    let card = dir.join("card.json");
+    let fetched = common::heddle(&["card", "get", &agent, "-o", "json"]);
+    ok(&fetched, "card get");
+    std::fs::write(&card, &fetched.stdout).expect("write");
+    let out = heddle_in(
+        tmp.path(),
+        &[
+            "new",
+            "agent",
+            "--from-card",
+            card.to_str().expect("utf8"),
+            "--url",
+            "https://agents.example/echo",
+            "--target",
+            "manifest",
+            "--out",
+            "from-file",
+        ],
+    );
+    ok(&out, "--from-card FILE");
+    let manifest = read_json(&tmp.path().join("from-file/manifest.json"));
+    assert_eq!(manifest["endpoint"], "https://agents.example/echo");
+    assert!(manifest_schema().is_valid(&manifest), "{manifest}");
+}
+
+#[test]
+fn the_interactive_form_asks_again_on_a_bad_answer_in_a_terminal() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let script = json!([
+        ["Agent name", "Trip Planner"],
+        ["What does it do?", "Plans trips"],
+        ["Version", ""],
+        ["Provider organization", "Example Org"],
+        ["Provider URL", "https://example.org"],
+        ["id (no spaces)", "plan trip"],
+        ["cannot contain spaces", "plan-trip"],
+        ["name", "Plan a trip"],
+        ["description", ""],
+        ["tags", "travel, planning"],
+        ["example prompts", "A weekend in Rome"],
+        ["input media types", ""],
+        ["output media types", "text/plain, application/json"],
+        ["JSON Schema file", ""],
+        ["Add another skill?", "n"],
+        ["stream", "y"],
+        ["push notifications", "n"],
+        ["Bindings", "jsonrpc,rest"],
+        ["v0.3", "yes"],
+        ["Security", "api-key"],
+        ["API key header", ""],
+        ["base URL", "http://trips.example.com"],
+        ["must be https", "https://trips.example.com"],
+        ["crate, hub-toml, manifest", "hub-toml"]
+    ]);
+    let script_file = tmp.path().join("answers.json");
+    std::fs::write(&script_file, script.to_string()).expect("write");
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/new_agent/pty_form.py");
+    let out = Command::new("python3")
+        .arg(&driver)
+        .arg(&script_file)
+        .arg(env!("CARGO_BIN_EXE_heddle"))
+        .args(["new", "agent", "--out", "trip"])
+        .current_dir(tmp.path())
+        .output()
+        .expect("python3 runs the pty driver");
+    let transcript = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}\n{transcript}", out.status);
+    // Each bad answer was answered with its reason and the same question.
+    assert!(transcript.contains("cannot contain spaces"), "{transcript}");
+    assert!(transcript.contains("must be https"), "{transcript}");
+    assert_eq!(
+        transcript.matches("id (no spaces)").count(),
+        2,
+        "{transcript}"
+    );
+
+    let dir = tmp.path().join("trip");
+    card_validates(&dir.join("agent-card.json"), "v1.0");
+    card_validates(&dir.join("agent-card.v0.3.json"), "v0.3");
+    let card = read_json(&dir.join("agent-card.json"));
+    assert_eq!(card["name"], "Trip Planner");
+    assert_eq!(card["provider"]["organization"], "Example Org");
+    assert_eq!(card["skills"][0]["id"], "plan-trip");
+    assert_eq!(card["skills"][0]["description"], "Plan a trip");
+    assert_eq!(card["skills"][0]["tags"], json!(["travel", "planning"]));
+    assert_eq!(
+        card["supportedInterfaces"][0]["url"],
+        "https://trips.example.com/a2a"
+    );
+    assert!(card["securitySchemes"]["apiKey"]["apiKeySecurityScheme"]["name"] == "X-API-Key");
+    ok(
+        &common::heddle(&[
+            "registry",
+            "validate",
+            dir.join("hub-entry.toml").to_str().expect("utf8"),
+        ]),
+        "the entry validates",
+    );
+}
+
+// ---- one generated crate, built and called ----------------------------------------------
+
+/// The folder cargo builds in: the one this test's `heddle` was built in,
+/// so the generated crate reuses the compiled heddle crates.
+fn target_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
+        return PathBuf::from(dir);
+    }
+    // …/target/debug/heddle → …/target
+    Path::new(env!("CARGO_BIN_EXE_heddle"))
+        .ancestors()
+        .nth(2)
+        .map(Path::to_path_buf)
+        .expect("target dir")
+}
+
+/// The Python SDK from tests/interop/setup.sh, or a printed skip (a failure
+/// when HEDDLE_REQUIRE_INTEROP=1).
+fn python_sdk() -> Option<PathBuf> {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop/.venv/bin/python");
+    if venv.exists() {
+        return Some(venv);
+    }
+    let required = std::env::var("HEDDLE_REQUIRE_INTEROP").is_ok_and(|v| v == "1");
+    assert!(
+        !required,
+        "HEDDLE_REQUIRE_INTEROP=1 but {} is missing: run tests/interop/setup.sh",
+        venv.display()
+    );
+    println!(
+        "skipped: the generated crate is called by the Python a2a-sdk, which needs \
+         tests/interop/setup.sh (no {})",
+        venv.display()
+    );
+    None
+}
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+/// A line of the blueprint's text after `marker`, up to `end`.
+fn between<'a>(text: &'a str, marker: &str, end: &str) -> &'a str {
+    let start = text
+        .find(marker)
+        .unwrap_or_else(|| panic!("{marker:?} not in the blueprint"))
+        + marker.len();
+    let rest = &text[start..];
+    &rest[..rest.find(end).unwrap_or(rest.len())]
+}
+
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_generated_crate_builds_serves_its_card_and_answers_the_python_sdk() {
+    let Some(python) = python_sdk() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("tmp");
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let out = heddle_in(
+        tmp.path(),
+        &[
+            "new",
+            "agent",
+            "--yes",
+            "--name",
+            "Echo Planner",
+            "--description",
+            "Answers with what it was told",
+            "--skill",
+            "id=echo|name=Echo|description=Repeats the text|tags=echo",
+            "--bindings",
+            "jsonrpc,rest",
+            "--v03",
+            "--security",
+            "api-key",
+            "--url",
+            &url,
+            "--out",
+            "agent",
+        ],
+    );
+    ok(&out, "new agent");
+    let dir = tmp.path().join("agent");
+
+    let build = Command::new(env!("CARGO"))
+        .args(["build", "--quiet"])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .stdin(Stdio::null())
+        .output()
+        .expect("cargo runs");
+    ok(&build, "cargo build of the generated crate");
+    let exe = target_dir().join("debug/echo-planner");
+
+    // Everything below comes from the blueprint: the key command, the card
+    // URL and the header to send.
+    let blueprint = std::fs::read_to_string(dir.join("BLUEPRINT.md")).expect("blueprint");
+    let keys_cmd = between(&blueprint, "export A2A_API_KEY=$(", ")");
+    let args: Vec<&str> = keys_cmd.split_whitespace().collect();
+    assert_eq!(args.first(), Some(&"heddle"), "{keys_cmd}");
+    let key = heddle_in(&dir, &args[1..]);
+    ok(&key, "the blueprint's key command");
+    let key = String::from_utf8_lossy(&key.stdout).trim().to_owned();
+    let card_url = between(&blueprint, "## Card\n\n- `", "`");
+    let base = card_url
+        .strip_suffix("/.well-known/agent-card.json")
+        .expect("the card's well-known URL");
+    let header = between(&blueprint, "send the header `", ":");
+    assert_eq!(header, "X-API-Key");
+
+    let mut server = Child(
+        Command::new(&exe)
+            .current_dir(&dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("the agent starts"),
+    );
+    let mut banner = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.0.stdout.take().expect("stdout")),
+        &mut banner,
+    )
+    .expect("banner");
+    assert!(banner.contains(&format!("127.0.0.1:{port}")), "{banner}");
+
+    // The card served is the card written.
+    let served = common::heddle(&["card", "get", base, "-o", "json"]);
+    ok(&served, "card get");
+    let served: Value = serde_json::from_slice(&served.stdout).expect("card json");
+    let written = read_json(&dir.join("agent-card.json"));
+    assert_eq!(
+        served["supportedInterfaces"],
+        written["supportedInterfaces"]
+    );
+    assert_eq!(
+        served["securitySchemes"]["apiKey"]["apiKeySecurityScheme"]["name"],
+        "X-API-Key"
+    );
+
+    // Without the key: refused.
+    let refused = common::heddle(&["send", base, "hi"]);
+    assert_eq!(
+        refused.status.code(),
+        Some(2),
+        "a call without the key is refused"
+    );
+
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/interop/python/new_agent_client.py");
+    for (binding, version) in [
+        ("JSONRPC", "1.0"),
+        ("HTTP+JSON", "1.0"),
+        ("JSONRPC", "0.3"),
+        ("HTTP+JSON", "0.3"),
+    ] {
+        let run = Command::new(&python)
+            .arg(&script)
+            .args([base, header, &key, binding, version])
+            .output()
+            .expect("python runs");
+        let said = String::from_utf8_lossy(&run.stdout);
+        assert!(
+            run.status.success() && said.matches("PASS").count() == 2,
+            "{binding} {version}: {said}\n{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+    }
+}
