@@ -183,8 +183,8 @@ pub fn documents(
     } else {
         None
     };
-    for (doc, form) in std::iter::once((&mut v1_doc, "v1.0"))
-        .chain(v03_doc.as_mut().map(|d| (d, "v0.3")).into_iter())
+    for (doc, form) in
+        std::iter::once((&mut v1_doc, "v1.0")).chain(v03_doc.as_mut().map(|d| (d, "v0.3")))
     {
         let found = problems(doc);
         if !found.is_empty() {

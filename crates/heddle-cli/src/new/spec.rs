@@ -272,7 +272,7 @@ pub fn schema_file(path: &str) -> anyhow::Result<Value> {
         std::fs::read_to_string(path.trim()).with_context(|| format!("reading {}", path.trim()))?;
     let schema: Value =
         serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.trim()))?;
-    check_schema(&schema).with_context(|| format!("{}", path.trim()))?;
+    check_schema(&schema).with_context(|| path.trim().to_owned())?;
     Ok(schema)
 }
 
