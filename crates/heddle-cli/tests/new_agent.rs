@@ -13,6 +13,7 @@ use std::{
     process::{Command, Stdio},
 };
 
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 use serde_json::{Value, json};
 
 fn heddle_in(dir: &Path, args: &[&str]) -> std::process::Output {
@@ -656,4 +657,144 @@ fn a_generated_crate_builds_serves_its_card_and_answers_the_python_sdk() {
             String::from_utf8_lossy(&run.stderr)
         );
     }
+
+    drop(server);
+
+    // The same executable serves the card and settings of agents laid out
+    // with the other schemes (main.rs reads both at start): a bearer JWT
+    // and mutual TLS, each refused without its credential.
+    let jwt_port = free_port();
+    let jwt_dir = tmp.path().join("jwt");
+    let out = heddle_in(
+        tmp.path(),
+        &[
+            "new",
+            "agent",
+            "--yes",
+            "--name",
+            "Jwt Agent",
+            "--description",
+            "d",
+            "--security",
+            "bearer-jwt",
+            "--jwt-issuer",
+            "https://issuer.example",
+            "--url",
+            &format!("http://127.0.0.1:{jwt_port}"),
+            "--out",
+            "jwt",
+        ],
+    );
+    ok(&out, "new agent (bearer-jwt)");
+    let secret = "0123456789abcdef0123456789abcdef-secret";
+    let _jwt_agent = start_with(&exe, &jwt_dir, &[("AGENT_JWT_SECRET", secret)]);
+    let jwt_base = format!("http://127.0.0.1:{jwt_port}");
+    assert_eq!(
+        common::heddle(&["send", &jwt_base, "hi"]).status.code(),
+        Some(2)
+    );
+    let exp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs()
+        + 300;
+    let token = jsonwebtoken::encode(
+        &jsonwebtoken::Header::default(),
+        &json!({"iss": "https://issuer.example", "sub": "alice", "exp": exp}),
+        &jsonwebtoken::EncodingKey::from_secret(secret.as_bytes()),
+    )
+    .expect("token");
+    ok(
+        &common::heddle(&["send", &jwt_base, "hi", "--bearer", &token]),
+        "a call with the issuer's JWT",
+    );
+
+    let mtls_port = free_port();
+    let mtls_dir = tmp.path().join("mtls");
+    let out = heddle_in(
+        tmp.path(),
+        &[
+            "new",
+            "agent",
+            "--yes",
+            "--name",
+            "Mtls Agent",
+            "--description",
+            "d",
+            "--security",
+            "mtls",
+            "--url",
+            &format!("https://localhost:{mtls_port}"),
+            "--out",
+            "mtls",
+        ],
+    );
+    ok(&out, "new agent (mtls)");
+    let tls = mtls_dir.join("tls");
+    std::fs::create_dir_all(&tls).expect("tls dir");
+    let ca_key = KeyPair::generate().expect("key");
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("params");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "test CA");
+    let ca = ca_params.self_signed(&ca_key).expect("CA");
+    std::fs::write(tls.join("ca.pem"), ca.pem()).expect("write");
+    let issuer = Issuer::new(ca_params, ca_key);
+    for (name, sans) in [("server", vec!["localhost".to_owned()]), ("client", vec![])] {
+        let key = KeyPair::generate().expect("key");
+        let mut params = CertificateParams::new(sans).expect("params");
+        params.distinguished_name.push(DnType::CommonName, name);
+        let cert = params.signed_by(&key, &issuer).expect("issue");
+        std::fs::write(tls.join(format!("{name}.pem")), cert.pem()).expect("write");
+        std::fs::write(tls.join(format!("{name}.key")), key.serialize_pem()).expect("write");
+    }
+    let _mtls_agent = start_with(&exe, &mtls_dir, &[]);
+    let mtls_base = format!("https://localhost:{mtls_port}");
+    let ca_file = tls.join("ca.pem").display().to_string();
+    let without = common::heddle(&["send", &mtls_base, "hi", "--ca-cert", &ca_file]);
+    assert_eq!(
+        without.status.code(),
+        Some(2),
+        "no client certificate, no answer"
+    );
+    let with = common::heddle(&[
+        "send",
+        &mtls_base,
+        "hi",
+        "--ca-cert",
+        &ca_file,
+        "--client-cert",
+        tls.join("client.pem").to_str().expect("utf8"),
+        "--client-key",
+        tls.join("client.key").to_str().expect("utf8"),
+    ]);
+    ok(
+        &with,
+        "a call with a client certificate from the agent's CA",
+    );
+    assert!(String::from_utf8_lossy(&with.stdout).contains("COMPLETED"));
+}
+
+/// Starts the built agent with the card and settings in `dir`; returns once
+/// it says where it listens.
+fn start_with(exe: &Path, dir: &Path, env: &[(&str, &str)]) -> Child {
+    let mut child = Child(
+        Command::new(exe)
+            .current_dir(dir)
+            .env("AGENT_CARD", dir.join("agent-card.json"))
+            .env("AGENT_CONFIG", dir.join("agent.toml"))
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("the agent starts"),
+    );
+    let mut lines = std::io::BufReader::new(child.0.stdout.take().expect("stdout"));
+    let mut banner = String::new();
+    std::io::BufRead::read_line(&mut lines, &mut banner).expect("banner");
+    // Keep draining stdout so the agent never writes to a closed pipe.
+    std::thread::spawn(move || std::io::copy(&mut lines, &mut std::io::sink()));
+    assert!(banner.contains("serving at"), "{banner}");
+    child
 }
