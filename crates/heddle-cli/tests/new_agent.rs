@@ -798,3 +798,46 @@ fn start_with(exe: &Path, dir: &Path, env: &[(&str, &str)]) -> Child {
     assert!(banner.contains("serving at"), "{banner}");
     child
 }
+
+#[test]
+fn sign_key_signs_both_cards_and_heddle_verifies_them() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let key = tmp.path().join("k.jwk");
+    std::fs::write(
+        &key,
+        r#"{"kty":"oct","k":"MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY","kid":"k1"}"#,
+    )
+    .expect("write");
+    let key = key.to_str().expect("utf8");
+    let out = heddle_in(
+        tmp.path(),
+        &[
+            "new",
+            "agent",
+            "--yes",
+            "--name",
+            "Signed",
+            "--description",
+            "d",
+            "--v03",
+            "--sign-key",
+            key,
+            "--target",
+            "hub-toml",
+            "--out",
+            "signed",
+        ],
+    );
+    ok(&out, "new agent --sign-key");
+    for file in ["agent-card.json", "agent-card.v0.3.json"] {
+        let path = tmp.path().join("signed").join(file);
+        let path = path.to_str().expect("utf8");
+        card_validates(
+            Path::new(path),
+            if file.contains("0.3") { "v0.3" } else { "v1.0" },
+        );
+        let verdict = common::heddle(&["card", "verify", path, "--jwks", key]);
+        ok(&verdict, file);
+        assert!(String::from_utf8_lossy(&verdict.stdout).contains("verified (HS256, kid k1)"));
+    }
+}
