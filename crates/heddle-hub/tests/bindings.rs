@@ -1342,3 +1342,63 @@ async fn grpc_unary_calls_answer_and_refuse_like_tonic() {
     .await;
     assert_eq!(code, "3", "{message}");
 }
+
+/// A caller's `grpc-timeout` bounds every gRPC call, unary or streaming, in
+/// both versions: past it the call ends with DEADLINE_EXCEEDED (a stream
+/// after what it carried so far), and the agent's task goes on.
+#[tokio::test]
+async fn grpc_timeout_ends_unary_and_streaming_calls_with_deadline_exceeded() {
+    let hub = Hub::builder("http://test.local", Arc::new(MemoryStore::default()))
+        .agent(
+            "slow",
+            AgentProfile::new("slow", "Slow", "one chunk a minute", &["t"]),
+            Arc::new(WriterStream {
+                pause: Duration::from_secs(60),
+            }),
+        )
+        .build()
+        .await;
+    let routes = hub.grpc_routes().expect("gRPC").into_axum_router();
+    let v1_send = v1::SendMessageRequest {
+        message: Some(v1::Message::new(
+            "deadline-1",
+            v1::Role::User,
+            vec![v1::Part::text("go")],
+        )),
+        ..Default::default()
+    };
+    let v03_send = conv::send_request_from_v1(&v1_send).encode_to_vec();
+    let v1_send = v1_send.encode_to_vec();
+    let calls = [
+        ("/lf.a2a.v1.A2AService/SendMessage", &v1_send, false),
+        ("/lf.a2a.v1.A2AService/SendStreamingMessage", &v1_send, true),
+        ("/a2a.v1.A2AService/SendMessage", &v03_send, false),
+        ("/a2a.v1.A2AService/SendStreamingMessage", &v03_send, true),
+    ];
+    for (path, body, streaming) in calls {
+        let started = std::time::Instant::now();
+        let (code, message, frames) = tokio::time::timeout(
+            Duration::from_secs(10),
+            raw_grpc(
+                &routes,
+                path,
+                &[("grpc-timeout", "300m")],
+                grpc_frame(0, body),
+            ),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{path}: the call outlived its grpc-timeout"));
+        assert_eq!(code, "4", "{path}: DEADLINE_EXCEEDED, not {message}");
+        let took = started.elapsed();
+        assert!(
+            took >= Duration::from_millis(300) && took < Duration::from_secs(5),
+            "{path}: ended after {took:?}"
+        );
+        if streaming {
+            assert!(
+                !frames.is_empty(),
+                "{path}: what the stream carried before the deadline still went out"
+            );
+        }
+    }
+}

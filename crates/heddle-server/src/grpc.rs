@@ -53,6 +53,7 @@
 
 use std::{
     collections::BTreeMap,
+    future::Future,
     pin::Pin,
     sync::{Arc, RwLock},
 };
@@ -64,8 +65,10 @@ use heddle_core::{
 };
 use heddle_proto::{v1::a2a_service_server as v1_server, v03::a2a_service_server as v03_server};
 use prost::Message as _;
+use tokio::time::Instant;
 use tonic::{Code, Request, Response, Status, metadata::MetadataMap, service::Routes};
 
+mod deadline;
 pub mod unary;
 
 pub use unary::Unary;
@@ -363,6 +366,28 @@ fn unexpected(reply: &Reply) -> Status {
     )))
 }
 
+/// A streaming call's opening, within the caller's `grpc-timeout`. (Unary
+/// calls are bounded by [`Unary`], which serves them.)
+async fn bounded(
+    deadline: Option<Instant>,
+    opening: impl Future<Output = Result<Reply, Status>>,
+) -> Result<Reply, Status> {
+    match deadline {
+        Some(at) => tokio::time::timeout_at(at, opening)
+            .await
+            .unwrap_or_else(|_| Err(deadline::exceeded())),
+        None => opening.await,
+    }
+}
+
+/// A server stream ended with `DEADLINE_EXCEEDED` at the caller's deadline.
+fn within<T: Send + 'static>(deadline: Option<Instant>, stream: GrpcStream<T>) -> GrpcStream<T> {
+    match deadline {
+        Some(at) => Box::pin(deadline::Bounded::new(stream, at)),
+        None => stream,
+    }
+}
+
 fn v1_stream(events: EventStream) -> GrpcStream<v1::StreamResponse> {
     Box::pin(events.map(|u| Ok(Arc::unwrap_or_clone(u))))
 }
@@ -412,8 +437,9 @@ impl V1Service {
         tenant: &str,
         call: Call,
     ) -> Result<Response<GrpcStream<v1::StreamResponse>>, Status> {
-        match self.run(inc, tenant, call).await? {
-            Reply::Stream(s) => Ok(Response::new(v1_stream(s))),
+        let deadline = deadline::from_metadata(&inc.meta);
+        match bounded(deadline, self.run(inc, tenant, call)).await? {
+            Reply::Stream(s) => Ok(Response::new(within(deadline, v1_stream(s)))),
             other => Err(unexpected(&other)),
         }
     }
@@ -601,8 +627,9 @@ impl V03Service {
         inc: &Incoming,
         call: Result<Call, A2aError>,
     ) -> Result<Response<GrpcStream<pb::StreamResponse>>, Status> {
-        match self.run(inc, call).await? {
-            Reply::Stream(s) => Ok(Response::new(v03_stream(s))),
+        let deadline = deadline::from_metadata(&inc.meta);
+        match bounded(deadline, self.run(inc, call)).await? {
+            Reply::Stream(s) => Ok(Response::new(within(deadline, v03_stream(s)))),
             other => Err(unexpected(&other)),
         }
     }

@@ -182,28 +182,6 @@ where
     }
 }
 
-/// The client's deadline, from `grpc-timeout` (gRPC over HTTP/2: at most
-/// eight digits and a unit, `H`, `M`, `S`, `m`, `u` or `n`). A malformed
-/// value is ignored, as the protocol says.
-fn grpc_timeout(headers: &HeaderMap) -> Option<std::time::Duration> {
-    use std::time::Duration;
-    let v = headers.get("grpc-timeout")?.to_str().ok()?;
-    let (digits, unit) = v.split_at(v.len().checked_sub(1)?);
-    if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let n: u64 = digits.parse().ok()?;
-    Some(match unit {
-        "H" => Duration::from_secs(n.checked_mul(3600)?),
-        "M" => Duration::from_secs(n.checked_mul(60)?),
-        "S" => Duration::from_secs(n),
-        "m" => Duration::from_millis(n),
-        "u" => Duration::from_micros(n),
-        "n" => Duration::from_nanos(n),
-        _ => return None,
-    })
-}
-
 /// Whether the request declares a compressed message encoding; those go to
 /// tonic, which refuses them (these services enable no compression).
 fn compressed(req: &HttpRequest) -> bool {
@@ -224,7 +202,7 @@ where
     F: FnOnce(Request<Req>) -> Fut,
     Fut: Future<Output = Result<Response<Resp>, Status>>,
 {
-    let deadline = grpc_timeout(req.headers());
+    let deadline = super::deadline::from_headers(req.headers());
     let work = async {
         match read_request(req, max_message_bytes).await {
             Ok(request) => method(request).await,
@@ -234,7 +212,7 @@ where
     let answer = match deadline {
         Some(d) => tokio::time::timeout(d, work)
             .await
-            .unwrap_or_else(|_| Err(Status::deadline_exceeded("the call's grpc-timeout passed"))),
+            .unwrap_or_else(|_| Err(super::deadline::exceeded())),
         None => work.await,
     };
     Ok(match answer {
@@ -369,26 +347,6 @@ mod tests {
         assert_eq!(check::<V1Service>(), 9);
         assert_eq!(check::<V03Service>(), 8);
         assert!(V03Service::methods().any(|m| m == "GetAgentCard"));
-    }
-
-    #[test]
-    fn grpc_timeout_is_read_as_the_protocol_writes_it() {
-        use std::time::Duration;
-        let t = |v: &str| {
-            let mut h = HeaderMap::new();
-            h.insert(
-                "grpc-timeout",
-                HeaderValue::from_str(v).unwrap_or(GRPC_CONTENT_TYPE),
-            );
-            grpc_timeout(&h)
-        };
-        assert_eq!(t("100m"), Some(Duration::from_millis(100)));
-        assert_eq!(t("2S"), Some(Duration::from_secs(2)));
-        assert_eq!(t("1H"), Some(Duration::from_secs(3600)));
-        assert_eq!(t("99999999H"), Some(Duration::from_secs(99_999_999 * 3600)));
-        for bad in ["", "m", "123456789m", "10x", "-1S", "1.5S"] {
-            assert_eq!(t(bad), None, "{bad:?}");
-        }
     }
 
     #[test]
