@@ -280,7 +280,7 @@ pub(crate) async fn serve_connection<I, S, T>(
     S: Served,
     T: Clone + Send + Sync + 'static,
 {
-    let activity = Arc::new(Activity::new());
+    let activity = Arc::new(Activity::new(matches!(wire, Wire::Http1)));
     let service = ConnService::new(
         app,
         ConnectInfo(peer),

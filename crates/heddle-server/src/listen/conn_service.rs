@@ -34,21 +34,27 @@ use tower::{ServiceExt as _, util::Oneshot};
 pub type PeerAddr = ConnectInfo<SocketAddr>;
 
 /// Whether a connection is busy: requests in flight, and when it last
-/// received a byte or finished an answer.
+/// finished an answer or (HTTP/1.1) received a byte.
 #[derive(Debug)]
 pub(crate) struct Activity {
     start: Instant,
     in_flight: AtomicUsize,
     /// Milliseconds from `start`.
     last: AtomicU64,
+    /// Whether bytes received count as activity. Over HTTP/1.1 they are a
+    /// request on its way (hyper's header timeout bounds it). Over HTTP/2
+    /// only requests count: PING, WINDOW_UPDATE or SETTINGS frames with no
+    /// request would otherwise keep a connection open for ever.
+    reads_count: bool,
 }
 
 impl Activity {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(reads_count: bool) -> Self {
         Self {
             start: Instant::now(),
             in_flight: AtomicUsize::new(0),
             last: AtomicU64::new(0),
+            reads_count,
         }
     }
 
@@ -138,7 +144,7 @@ impl<I: AsyncRead + Unpin> AsyncRead for Watched<I> {
     ) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
         let out = Pin::new(&mut self.io).poll_read(cx, buf);
-        if buf.filled().len() > before {
+        if self.activity.reads_count && buf.filled().len() > before {
             self.activity.stamp();
         }
         out

@@ -32,7 +32,8 @@ pub struct ConnLimits {
     /// How long a connection with no request in flight that receives
     /// nothing is kept open. Keep it below [`Self::header_timeout`], which
     /// also runs while an HTTP/1.1 connection waits between requests.
-    /// (Over HTTP/2 any frame counts as receiving, PINGs included.)
+    /// Over HTTP/2 only requests count: a client sending PINGs or other
+    /// frames and no request is closed (GOAWAY) after this long.
     pub idle_timeout: Duration,
     /// How long a request body may take to arrive, in all, from the moment
     /// its head did. A body still arriving then fails, and the route

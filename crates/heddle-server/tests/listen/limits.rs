@@ -135,6 +135,48 @@ async fn an_idle_keep_alive_connection_is_closed_at_the_idle_timeout() {
     );
 }
 
+/// Over HTTP/2 only requests keep a connection: a client that sends PING
+/// frames and no request is closed at the idle timeout all the same.
+#[tokio::test]
+async fn http2_pings_without_requests_do_not_keep_a_connection_open() {
+    const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    // Frame head: 24-bit length, type, flags, stream 0.
+    let frame = |kind: u8, payload: &[u8]| {
+        let len = u32::try_from(payload.len()).expect("small").to_be_bytes();
+        let mut f = vec![len[1], len[2], len[3], kind, 0, 0, 0, 0, 0];
+        f.extend_from_slice(payload);
+        f
+    };
+    let addr = start(short()).await;
+    let tcp = TcpStream::connect(&addr).await.expect("connect");
+    let (mut rd, mut wr) = tcp.into_split();
+    let mut hello = PREFACE.to_vec();
+    hello.extend(frame(0x4, &[])); // SETTINGS
+    wr.write_all(&hello).await.expect("preface");
+    // A PING every 200 ms, four times within each idle period.
+    let pinger = tokio::spawn(async move {
+        for n in 0u64.. {
+            if wr.write_all(&frame(0x6, &n.to_be_bytes())).await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+    let start = Instant::now();
+    let closed = tokio::time::timeout(Duration::from_secs(5), async {
+        let mut buf = [0u8; 1024];
+        while matches!(rd.read(&mut buf).await, Ok(n) if n > 0) {}
+    })
+    .await;
+    pinger.abort();
+    let took = start.elapsed();
+    assert!(closed.is_ok(), "PINGs kept the connection open past 5 s");
+    assert!(
+        took >= Duration::from_millis(700) && took < Duration::from_millis(2500),
+        "closed after {took:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_slow_answer_is_not_idle() {
     let addr = start(short()).await;
