@@ -253,7 +253,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         );
     }
     let app = crate::serve_limits::guarded(
-        hub.router(),
+        hub.service(),
         local,
         &public_url,
         &args.allow_hosts,

@@ -6,7 +6,7 @@
 use std::{net::SocketAddr, time::Duration};
 
 use anyhow::Context as _;
-use axum::{Router, body::Body, extract::Request, http::Response};
+use axum::{body::Body, extract::Request, http::Response};
 use clap::Args;
 use heddle_server::{
     Limits,
@@ -155,13 +155,21 @@ fn host_guard(
 /// with a tracing span a request. The layers wrap the whole router once
 /// (`Router::layer` would put each on every route, boxed and cloned with
 /// the route on every request).
-pub fn guarded(
-    app: Router,
+pub fn guarded<S>(
+    app: S,
     listen: SocketAddr,
     public_url: &str,
     allow_hosts: &[String],
     cors_origins: &[String],
-) -> anyhow::Result<impl Served> {
+) -> anyhow::Result<impl Served>
+where
+    S: tower::Service<Request, Response = Response<Body>, Error = std::convert::Infallible>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+{
     let cors = if cors_origins.is_empty() {
         None
     } else {
@@ -177,7 +185,7 @@ pub fn guarded(
         )
         .option_layer(cors)
         .layer(host_guard(listen, public_url, allow_hosts)?)
-        .service(app.with_state(())))
+        .service(app))
 }
 
 /// The CORS policy that lets exactly `origins` call the hub from a browser.
@@ -211,6 +219,8 @@ fn cors(origins: &[String]) -> anyhow::Result<tower_http::cors::CorsLayer> {
 
 #[cfg(test)]
 mod tests {
+    use axum::Router;
+
     use super::*;
 
     #[test]

@@ -46,6 +46,7 @@ pub mod manifest;
 pub mod registry;
 pub mod remote;
 mod routes;
+pub use routes::HubService;
 
 use std::{collections::BTreeMap, sync::Arc};
 

@@ -12,7 +12,6 @@ use axum::{
     routing::get,
 };
 use serde_json::json;
-use tower::ServiceExt as _;
 
 use crate::Hub;
 
@@ -23,6 +22,13 @@ impl Hub {
     /// The hub's routes. A path with a trailing or doubled slash reaches
     /// the same route ([`heddle_server::lenient_paths`]).
     pub fn router(&self) -> Router {
+        Router::new().fallback_service(self.service())
+    }
+
+    /// The hub as one tower service, for a server that has no other routes
+    /// to put beside it (`heddle serve`): [`Hub::router`] without the
+    /// router level around it, which every request would pass through.
+    pub fn service(&self) -> HubService {
         let mut fixed = Router::new()
             .route("/api/v1/agents", get(crate::discovery::list))
             .route(
@@ -42,15 +48,10 @@ impl Hub {
         let fixed = fixed
             .with_state(self.clone())
             .fallback(|uri: axum::http::Uri| async move { nothing_at(uri.path()) });
-        // The hub looks at the path itself before any route table: an
-        // agent's request, the hot path, goes straight to that agent's
-        // routes.
-        let hub = self.clone();
-        Router::new().fallback_service(tower::service_fn(move |req: Request| {
-            let hub = hub.clone();
-            let fixed = fixed.clone();
-            async move { Ok::<_, std::convert::Infallible>(hub.dispatch(req, fixed).await) }
-        }))
+        HubService {
+            hub: self.clone(),
+            fixed,
+        }
     }
 
     /// Routes one request: to an agent, to the default agent's card, or to
@@ -118,8 +119,45 @@ impl Hub {
     }
 }
 
-async fn call(router: Router, req: Request) -> Response {
-    match router.oneshot(req).await {
+/// The hub as a tower service ([`Hub::service`]). It looks at the path
+/// itself before any route table: an agent's request, the hot path, goes
+/// straight to that agent's routes.
+#[derive(Clone)]
+pub struct HubService {
+    hub: Hub,
+    /// The hub's own routes: listing, catalog, admin, JWKS.
+    fixed: Router,
+}
+
+impl std::fmt::Debug for HubService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HubService").finish_non_exhaustive()
+    }
+}
+
+impl tower::Service<Request> for HubService {
+    type Response = Response;
+    type Error = std::convert::Infallible;
+    type Future =
+        std::pin::Pin<Box<dyn std::future::Future<Output = Result<Response, Self::Error>> + Send>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        let hub = self.hub.clone();
+        let fixed = self.fixed.clone();
+        Box::pin(async move { Ok(hub.dispatch(req, fixed).await) })
+    }
+}
+
+async fn call(mut router: Router, req: Request) -> Response {
+    // A router is always ready: called straight, without `oneshot`'s states.
+    match tower::Service::call(&mut router, req).await {
         Ok(r) => r,
         Err(never) => match never {},
     }
