@@ -118,3 +118,131 @@ fn an_anonymous_upload_is_refused_before_its_body_is_read() {
         assert!(!answer.contains("100 Continue"), "{answer}");
     }
 }
+
+/// API keys are checked with a keyed hash, not a password hash: 200 callers
+/// sending wrong secrets for a key id that exists (each a request every
+/// 100 ms) leave the server's memory within 50 MB of idle, and a valid
+/// caller's median latency within twice its idle median. (With argon2id, at
+/// 19 MiB and ~14 ms a check, the same load took gigabytes and seconds.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_wrong_api_keys_costs_neither_memory_nor_a_valid_callers_latency() {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().expect("tmp");
+    let store = format!("sqlite:{}", dir.path().join("heddle.db").display());
+    let config = dir.path().join("heddle.toml");
+    std::fs::write(&config, "[auth.api_keys]\n").expect("config");
+    let created = heddle(&["keys", "create", "--name", "ci", "--store", &store]);
+    assert!(created.status.success(), "{}", text(&created.stderr));
+    let key = text(&created.stdout).trim().to_owned();
+    // `hdk_{id}_{secret}`: the same id with a wrong secret.
+    let (id_part, secret) = key.rsplit_once('_').expect("key shape");
+    let wrong = format!("{id_part}_{}", "x".repeat(secret.len()));
+
+    let server = serve(&store, &config);
+    let url = format!("{}/api/v1/agents/echo/a2a", server.url);
+    let valid = reqwest::Client::new();
+    // The median of a valid caller's calls, made one after another for `span`.
+    let median = |valid: reqwest::Client, key: String, span: Duration| {
+        let url = url.clone();
+        async move {
+            let mut took = Vec::new();
+            let started = Instant::now();
+            while took.len() < 60 || started.elapsed() < span {
+                let call = Instant::now();
+                let status = get_task(&valid, &url, &key).await.expect("valid call");
+                took.push(call.elapsed());
+                assert_eq!(status, 200, "the valid key is served");
+            }
+            took.sort();
+            took[took.len() / 2]
+        }
+    };
+    let rss = || {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id()))
+            .expect("proc status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .expect("VmRSS")
+            * 1024
+    };
+
+    let idle_median = median(valid.clone(), key.clone(), Duration::ZERO).await;
+    let idle_rss = rss();
+
+    // The flood runs on a runtime of its own, so that its 200 clients do
+    // not queue the valid caller's requests in this test's runtime.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let refused = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let flood = {
+        let (stop, refused, url) = (stop.clone(), refused.clone(), url.clone());
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                // One pool: a client each would build 200 TLS configurations.
+                let client = reqwest::Client::new();
+                let flooders: Vec<_> = (0..200)
+                    .map(|_| {
+                        let (stop, refused) = (stop.clone(), refused.clone());
+                        let (wrong, url, client) = (wrong.clone(), url.clone(), client.clone());
+                        tokio::spawn(async move {
+                            // 200 wrong keys at once, every second.
+                            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                                if let Ok(401) = get_task(&client, &url, &wrong).await {
+                                    refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                }
+                                tokio::time::sleep(Duration::from_secs(1)).await;
+                            }
+                        })
+                    })
+                    .collect();
+                for f in flooders {
+                    f.await.expect("flooder");
+                }
+            });
+        })
+    };
+    // Measured once the first 200 have been refused.
+    let started = Instant::now();
+    while refused.load(std::sync::atomic::Ordering::Relaxed) < 200 {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the flood never started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Three more waves of the flood while the valid caller is measured.
+    let flood_median = median(valid.clone(), key.clone(), Duration::from_secs(3)).await;
+    let flood_rss = rss();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    flood.join().expect("flood thread");
+
+    let refused = refused.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        refused >= 600,
+        "the wrong keys were refused ({refused} 401s)"
+    );
+    let grew = flood_rss.saturating_sub(idle_rss);
+    assert!(grew < 50 << 20, "RSS grew by {} MB", grew >> 20);
+    assert!(
+        flood_median <= idle_median * 2,
+        "a valid call's median went from {idle_median:?} to {flood_median:?}"
+    );
+}
+
+/// A JSON-RPC GetTask of an unknown task with `key`: its HTTP status.
+async fn get_task(client: &reqwest::Client, url: &str, key: &str) -> reqwest::Result<u16> {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"none"}}"#;
+    let resp = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("api-key", key)
+        .body(body)
+        .send()
+        .await?;
+    Ok(resp.status().as_u16())
+}
