@@ -162,6 +162,36 @@ pub fn crate_name(spec: &AgentSpec) -> String {
     }
 }
 
+/// `template` with each `{{KEY}}` of `values` replaced, in one pass: a
+/// `{{…}}` inside a value is written as it is, never replaced in turn.
+fn fill(template: &str, values: &[(&str, String)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let value = after.find("}}").and_then(|end| {
+            let key = &after[..end];
+            values
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| (v, end))
+        });
+        match value {
+            Some((v, end)) => {
+                out.push_str(v);
+                rest = &after[end + 2..];
+            }
+            None => {
+                out.push_str("{{");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The files of the crate, as (path under the output folder, contents).
 pub fn files(
     spec: &AgentSpec,
@@ -181,21 +211,19 @@ pub fn files(
         .iter()
         .map(|s| format!("//! - `{}`: {}", s.id, s.description))
         .collect();
-    let fill = |t: &str| {
-        t.replace("{{NAME}}", &spec.name)
-            .replace("{{NAME_LIT}}", &quote(&spec.name))
-            .replace("{{CRATE}}", &crate_name(spec))
-            .replace("{{VERSION}}", &spec.version)
-            .replace("{{DESCRIPTION}}", &quote(&spec.description))
-            .replace("{{SKILL_DOCS}}", &skill_docs.join("\n"))
-            .replace(
-                "{{DEP_SERVER}}",
-                &source.dep("heddle-server", &["grpc", "tls"]),
-            )
-            .replace("{{DEP_CORE}}", &source.dep("heddle-core", &[]))
-            .replace("{{DEP_AUTH}}", &source.dep("heddle-auth", &[]))
-            .replace("{{DEP_STORE}}", &source.dep("heddle-store", &[]))
-    };
+    let values = [
+        ("NAME", spec.name.clone()),
+        ("NAME_LIT", quote(&spec.name)),
+        ("CRATE", crate_name(spec)),
+        ("VERSION", quote(&spec.version)),
+        ("DESCRIPTION", quote(&spec.description)),
+        ("SKILL_DOCS", skill_docs.join("\n")),
+        ("DEP_SERVER", source.dep("heddle-server", &["grpc", "tls"])),
+        ("DEP_CORE", source.dep("heddle-core", &[])),
+        ("DEP_AUTH", source.dep("heddle-auth", &[])),
+        ("DEP_STORE", source.dep("heddle-store", &[])),
+    ];
+    let fill = |t: &str| fill(t, &values);
     let mut out = vec![
         ("Cargo.toml".to_owned(), fill(CARGO_TOML)),
         ("agent.toml".to_owned(), settings(spec, id)?),
@@ -213,4 +241,21 @@ pub fn files(
         out.push(("Cargo.lock".to_owned(), lock));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_filled_once_and_values_are_not_read_again() {
+        let values = [
+            ("NAME", "{{CRATE}} and {{NAME}}".to_owned()),
+            ("CRATE", "c".to_owned()),
+        ];
+        assert_eq!(
+            fill("a {{NAME}} b {{CRATE}} {{OTHER}} {{", &values),
+            "a {{CRATE}} and {{NAME}} b c {{OTHER}} {{"
+        );
+    }
 }

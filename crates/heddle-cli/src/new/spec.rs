@@ -158,18 +158,51 @@ pub fn slug(text: &str) -> String {
     out.trim_end_matches('-').to_owned()
 }
 
-/// A Semantic Versioning core version (`1.0.0`, pre-release allowed).
+/// A Semantic Versioning 2.0.0 version: `MAJOR.MINOR.PATCH`, then an
+/// optional `-pre.release` and `+build.metadata`, each a dot-separated list
+/// of non-empty `[0-9A-Za-z-]` identifiers (numeric pre-release identifiers
+/// without leading zeros).
 pub fn version(answer: &str) -> anyhow::Result<String> {
     let t = answer.trim();
-    let core = t.split(['-', '+']).next().unwrap_or("");
-    let parts: Vec<&str> = core.split('.').collect();
-    let numeric = |p: &&str| {
+    let (rest, build) = match t.split_once('+') {
+        Some((rest, build)) => (rest, Some(build)),
+        None => (t, None),
+    };
+    let (core, pre) = match rest.split_once('-') {
+        Some((core, pre)) => (core, Some(pre)),
+        None => (rest, None),
+    };
+    let number = |p: &str| {
         !p.is_empty()
-            && p.chars().all(|c| c.is_ascii_digit())
+            && p.bytes().all(|c| c.is_ascii_digit())
             && (p.len() == 1 || !p.starts_with('0'))
     };
-    if parts.len() != 3 || !parts.iter().all(numeric) {
+    let parts: Vec<&str> = core.split('.').collect();
+    if parts.len() != 3 || !parts.iter().all(|p| number(p)) {
         bail!("a version is MAJOR.MINOR.PATCH, like 1.0.0");
+    }
+    let identifiers = |list: &str| {
+        list.split('.')
+            .all(|i| !i.is_empty() && i.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-'))
+    };
+    if let Some(pre) = pre {
+        let leading_zero = pre
+            .split('.')
+            .any(|i| i.bytes().all(|c| c.is_ascii_digit()) && !number(i));
+        if !identifiers(pre) || leading_zero {
+            bail!(
+                "a pre-release (after '-') is dot-separated identifiers of letters, digits and \
+                 '-', like 1.0.0-rc.1 (numbers without leading zeros)"
+            );
+        }
+    }
+    if let Some(build) = build
+        && !identifiers(build)
+    {
+        bail!(
+            "build metadata (after '+') is dot-separated identifiers of letters, digits and '-', \
+             like 1.0.0+build.5"
+        );
     }
     Ok(t.to_owned())
 }
@@ -358,7 +391,27 @@ mod tests {
             Some("https://a.example/x")
         );
         assert!(version("1.0").is_err());
-        assert!(version("1.2.3-rc.1").is_ok());
+        for good in [
+            "1.2.3-rc.1",
+            "1.0.0-alpha-1.0+exp.sha.5114f85",
+            "1.0.0+001",
+            "0.1.0",
+        ] {
+            assert!(version(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "1.0.0-",
+            "1.0.0-rc..1",
+            "1.0.0-rc.01",
+            "1.0.0+",
+            "1.0.0+a..b",
+            "1.0.0-rc\"x",
+            "1.0.0+b\nc",
+            "1.0.0-a b",
+            "01.0.0",
+        ] {
+            assert!(version(bad).is_err(), "{bad:?}");
+        }
         assert!(media_types("text/plain, application/json").is_ok());
         assert!(media_types("text").is_err());
         assert!(grpc_addr("h:50051").is_ok());
