@@ -398,6 +398,25 @@ fn from_card_writes_the_blueprint_and_hub_entry_of_a_running_agent() {
         ],
     );
     ok(&out, "--from-card FILE");
+    // A file says nothing of where the agent is: --url is asked for, not guessed.
+    let out = heddle_in(
+        tmp.path(),
+        &[
+            "new",
+            "agent",
+            "--from-card",
+            card.to_str().expect("utf8"),
+            "--out",
+            "no-url",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("pass --url"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!tmp.path().join("no-url").exists());
     let manifest = read_json(&tmp.path().join("from-file/manifest.json"));
     assert_eq!(manifest["endpoint"], "https://agents.example/echo");
     assert!(manifest_schema().is_valid(&manifest), "{manifest}");

@@ -3,7 +3,7 @@
 //! are checked with the validators `heddle registry validate` runs before
 //! they are written.
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use heddle_core::v1::{self, security_scheme::Scheme};
 use serde_json::{Value, json};
 
@@ -224,13 +224,4 @@ pub fn schemas_from_card(card: &v1::AgentCard) -> (Value, Value) {
         }
     };
     (pick(json_in), pick(json_out))
-}
-
-/// The manifest's endpoint for a card: its preferred interface's URL.
-pub fn endpoint_of(card: &v1::AgentCard) -> anyhow::Result<String> {
-    card.supported_interfaces
-        .iter()
-        .find(|i| i.url.starts_with("https://"))
-        .map(|i| i.url.clone())
-        .context("the card lists no https interface")
 }

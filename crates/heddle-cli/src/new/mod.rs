@@ -262,36 +262,44 @@ fn new_agent(args: &AgentArgs, spec: &AgentSpec, target: Target) -> anyhow::Resu
 /// with `--target manifest`) of an existing agent.
 async fn from_card(args: &AgentArgs) -> anyhow::Result<ExitCode> {
     let source = args.from_card.as_deref().unwrap_or_default();
-    let text = crate::card::read_source(source, &args.conn).await?;
+    let (text, fetched) = crate::card::fetch_source(source, &args.conn).await?;
+    let given = match &args.url {
+        Some(u) => Some(spec::endpoint(u, true, "--url")?),
+        None => None,
+    };
+    // Where the card is: the URL it was fetched from, else (a file) under
+    // --url; and the agent's base URL: --url, else the fetched URL without
+    // its well-known path. An interface URL is never taken for either.
+    let (card_url, base) = match (fetched, given) {
+        (Some(fetched), given) => {
+            let base = match given {
+                Some(base) => base,
+                None => heddle_server::CARD_PATHS
+                    .iter()
+                    .find_map(|p| fetched.strip_suffix(p))
+                    .map(str::to_owned)
+                    .with_context(|| {
+                        format!(
+                            "{fetched} is not at a well-known card path: pass --url with the \
+                             agent's base URL"
+                        )
+                    })?,
+            };
+            (fetched, base)
+        }
+        (None, Some(base)) => (blueprint::card_url(&base), base),
+        (None, None) => bail!(
+            "--from-card {source} reads a card from a file, which does not say where the \
+             agent is: pass --url with its base URL (the card being at \
+             URL/.well-known/agent-card.json)"
+        ),
+    };
     let doc: serde_json::Value = serde_json::from_str(&text).context("the card is not JSON")?;
     let found = card::problems(&doc);
     if !found.is_empty() {
         bail!("the card is not valid:\n  {}", found.join("\n  "));
     }
     let card = heddle_core::card::parse_card(&doc)?;
-    let is_url = source.starts_with("https://") || source.starts_with("http://");
-    let base = if is_url {
-        source
-            .trim_end_matches('/')
-            .strip_suffix(heddle_server::CARD_PATHS[0])
-            .or_else(|| {
-                source
-                    .trim_end_matches('/')
-                    .strip_suffix(heddle_server::CARD_PATHS[1])
-            })
-            .unwrap_or(source.trim_end_matches('/'))
-            .to_owned()
-    } else if let Some(u) = &args.url {
-        spec::endpoint(u, true, "--url")?
-    } else {
-        hub::endpoint_of(&card).or_else(|_| {
-            card.supported_interfaces
-                .first()
-                .map(|i| i.url.trim_end_matches('/').to_owned())
-                .context("the card lists no interface")
-        })?
-    };
-    let card_url = blueprint::card_url(&base);
     let slug = spec::slug(&card.name);
     let id = match &args.id {
         Some(id) => spec::skill_id(id).context("--id")?,
