@@ -417,6 +417,46 @@ fn from_card_writes_the_blueprint_and_hub_entry_of_a_running_agent() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(!tmp.path().join("no-url").exists());
+
+    // A card's text cannot break out of a TOML comment or a Markdown line.
+    let mut evil: Value = serde_json::from_slice(&fetched.stdout).expect("card json");
+    evil["name"] = "Evil\n[[agents]]\nid = \"injected\"\nkind = \"remote\"".into();
+    evil["description"] = "line one\n# Injected heading\r\n".into();
+    let evil_file = tmp.path().join("evil.json");
+    std::fs::write(&evil_file, evil.to_string()).expect("write");
+    let out = heddle_in(
+        tmp.path(),
+        &[
+            "new",
+            "agent",
+            "--from-card",
+            evil_file.to_str().expect("utf8"),
+            "--url",
+            "http://127.0.0.1:9/evil",
+            "--id",
+            "evil",
+            "--out",
+            "evil",
+        ],
+    );
+    ok(&out, "--from-card with newlines in its text");
+    let entry = std::fs::read_to_string(tmp.path().join("evil/hub-entry.toml")).expect("entry");
+    let tables = entry
+        .lines()
+        .filter(|l| l.trim_start().starts_with("[[agents]]"))
+        .count();
+    assert_eq!(tables, 1, "one agent, not two:\n{entry}");
+    assert!(
+        !entry.lines().any(|l| l.starts_with("id = \"injected\"")),
+        "{entry}"
+    );
+    let blueprint = std::fs::read_to_string(tmp.path().join("evil/BLUEPRINT.md")).expect("md");
+    assert!(
+        !blueprint
+            .lines()
+            .any(|l| l.starts_with("[[agents]]") || l.starts_with("# Injected")),
+        "{blueprint}"
+    );
     let manifest = read_json(&tmp.path().join("from-file/manifest.json"));
     assert_eq!(manifest["endpoint"], "https://agents.example/echo");
     assert!(manifest_schema().is_valid(&manifest), "{manifest}");

@@ -16,6 +16,27 @@ use serde_json::Value;
 
 use super::spec::{AgentSpec, Security};
 
+/// `card` with every string in it (map keys too) made one line
+/// ([`super::spec::one_line`]): a card from elsewhere is untrusted, and its
+/// text goes into TOML comments and Markdown, where a line break would start
+/// new syntax.
+pub fn one_line(card: &v1::AgentCard) -> anyhow::Result<v1::AgentCard> {
+    fn clean(v: Value) -> Value {
+        match v {
+            Value::String(s) => Value::String(super::spec::one_line(&s)),
+            Value::Array(a) => Value::Array(a.into_iter().map(clean).collect()),
+            Value::Object(m) => Value::Object(
+                m.into_iter()
+                    .map(|(k, v)| (super::spec::one_line(&k), clean(v)))
+                    .collect(),
+            ),
+            other => other,
+        }
+    }
+    let doc = clean(serde_json::to_value(card).context("serializing the card")?);
+    serde_json::from_value(doc).context("the card, made one line per field")
+}
+
 /// Path of the JSON-RPC endpoint under the agent's base URL.
 pub const JSONRPC_PATH: &str = "/a2a";
 /// Path of the HTTP+JSON endpoint under the agent's base URL.

@@ -106,7 +106,7 @@ pub fn toml_entry(card: &v1::AgentCard, id: &str, card_url: &str) -> anyhow::Res
          # while the hub runs: `heddle agents add --file THIS_FILE`. Secrets are named, never\n\
          # written: the hub reads them from --secrets-file or the environment.\n\n\
          [[agents]]\nid = {}\nkind = \"remote\"\ncard_url = {}\n",
-        card.name,
+        super::spec::one_line(&card.name),
         toml_str(id),
         toml_str(card_url)
     );

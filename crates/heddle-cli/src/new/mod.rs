@@ -299,7 +299,7 @@ async fn from_card(args: &AgentArgs) -> anyhow::Result<ExitCode> {
     if !found.is_empty() {
         bail!("the card is not valid:\n  {}", found.join("\n  "));
     }
-    let card = heddle_core::card::parse_card(&doc)?;
+    let card = card::one_line(&heddle_core::card::parse_card(&doc)?)?;
     let slug = spec::slug(&card.name);
     let id = match &args.id {
         Some(id) => spec::skill_id(id).context("--id")?,

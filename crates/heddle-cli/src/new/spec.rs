@@ -127,6 +127,14 @@ pub fn text(answer: &str, what: &str) -> anyhow::Result<String> {
     Ok(t.to_owned())
 }
 
+/// `s` with every control character (newlines included) made a space: text
+/// from a card someone else wrote, fit for a TOML comment or a Markdown line.
+pub fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
 /// A skill id: no spaces; letters, digits, `.`, `_` and `-`.
 pub fn skill_id(answer: &str) -> anyhow::Result<String> {
     let t = answer.trim();
