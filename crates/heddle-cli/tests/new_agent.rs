@@ -48,9 +48,11 @@ fn card_validates(file: &Path, form: &str) {
     assert!(said.contains(&format!("valid ({form} card)")), "{said}");
 }
 
-/// A data input schema a skill declares, for the skills schema to carry.
-const CITY_SCHEMA: &str = r#"{"$schema":"https://json-schema.org/draft/2020-12/schema",
-  "type":"object","required":["city"],"properties":{"city":{"type":"string"}}}"#;
+/// A data input schema a skill declares, for the skills schema to carry
+/// (with a local `$ref`, which must still resolve inside the skills schema).
+const CITY_SCHEMA: &str = r##"{"$schema":"https://json-schema.org/draft/2020-12/schema",
+  "$defs":{"name":{"type":"string","minLength":1}},
+  "type":"object","required":["city"],"properties":{"city":{"$ref":"#/$defs/name"}}}"##;
 
 struct Case {
     security: &'static [&'static str],
@@ -241,6 +243,10 @@ fn every_security_scheme_and_binding_set_writes_files_that_validate() {
         let v = jsonschema::draft202012::new(&skills).expect("the skills schema compiles");
         assert!(v.is_valid(&json!({"city": "Paris"})), "case {n}");
         assert!(!v.is_valid(&json!({"town": "Paris"})), "case {n}");
+        assert!(
+            !v.is_valid(&json!({"city": 5})),
+            "case {n}: the local $ref applies"
+        );
         assert!(
             skills["$defs"]["forecast.output"].is_object(),
             "the JSON output is described: {skills}"
