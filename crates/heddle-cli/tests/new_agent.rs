@@ -210,6 +210,17 @@ fn every_security_scheme_and_binding_set_writes_files_that_validate() {
                 assert_eq!(has, want, "case {n}: {binding} {version} in {listed:?}");
             }
         }
+        // gRPC is dialed over TLS exactly when the agent's URL is https.
+        for i in card["supportedInterfaces"].as_array().expect("interfaces") {
+            if i["protocolBinding"] == "GRPC" {
+                let url = i["url"].as_str().expect("url");
+                if case.url.starts_with("https://") {
+                    assert_eq!(url, "https://localhost:50051", "case {n}");
+                } else {
+                    assert_eq!(url, "localhost:50051", "case {n}");
+                }
+            }
+        }
         // The v0.3 card, when asked for.
         let v03_file = dir.join("agent-card.v0.3.json");
         assert_eq!(v03_file.exists(), case.v03, "case {n}");

@@ -56,10 +56,13 @@ pub fn scheme_name(security: &Security) -> &'static str {
 /// Where the agent is served, as the card's builder wants it.
 fn endpoints(spec: &AgentSpec) -> Endpoints {
     let b = &spec.bindings;
-    let grpc_url = match &spec.security {
-        // The agent terminates TLS itself, on gRPC too.
-        Security::Mtls => format!("https://{}", spec.grpc_addr),
-        _ => spec.grpc_addr.clone(),
+    // gRPC is reached the way the base URL is: over TLS for an https agent
+    // (which terminates TLS itself with mutual TLS, else behind a proxy, as
+    // agent.toml says), in plaintext (a bare host:port) for an http one.
+    let grpc_url = if spec.base_url.starts_with("https://") {
+        format!("https://{}", spec.grpc_addr)
+    } else {
+        spec.grpc_addr.clone()
     };
     Endpoints {
         jsonrpc: b

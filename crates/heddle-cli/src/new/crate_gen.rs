@@ -88,13 +88,24 @@ fn settings(spec: &AgentSpec, id: &str) -> anyhow::Result<String> {
         quote(&listen_addr(&url, tls))
     );
     if spec.bindings.grpc {
+        // As `listen`: the callers' port when they reach this process
+        // directly (here, or with its own TLS), else 50051 behind the proxy
+        // that holds the public port.
         let port = spec.grpc_addr.rsplit_once(':').map_or("50051", |(_, p)| p);
-        let host = if tls && !is_loopback(&url) {
-            "0.0.0.0"
+        let addr = if is_loopback(&url) {
+            format!("127.0.0.1:{port}")
+        } else if tls {
+            format!("0.0.0.0:{port}")
         } else {
-            "127.0.0.1"
+            "127.0.0.1:50051".to_owned()
         };
-        out.push_str(&format!("grpc_listen = \"{host}:{port}\"\n"));
+        out.push_str(&format!("grpc_listen = {}\n", quote(&addr)));
+    }
+    if url.scheme() == "https" && !tls {
+        out.push_str(
+            "# The card's URLs are https: this process speaks plain HTTP (and gRPC), so put a\n\
+             # TLS-terminating proxy in front of `listen` (and `grpc_listen`, with HTTP/2).\n",
+        );
     }
     let path = url.path().trim_end_matches('/');
     out.push_str(&format!(
