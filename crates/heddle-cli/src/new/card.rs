@@ -139,6 +139,40 @@ pub fn build(spec: &AgentSpec) -> v1::AgentCard {
     card
 }
 
+/// The scheme a caller presents: the first scheme of the card's first
+/// security requirement, with the scopes that requirement asks for. The
+/// blueprint, the hub entry and the manifest all describe this one.
+pub struct Primary<'a> {
+    /// Its name in `securitySchemes`.
+    pub name: &'a str,
+    /// Its declaration.
+    pub scheme: &'a Scheme,
+    /// The scopes the requirement lists (OAuth 2.0).
+    pub scopes: &'a [String],
+}
+
+/// The card's [`Primary`] scheme; `None` when it requires none.
+pub fn primary_scheme(card: &v1::AgentCard) -> Option<Primary<'_>> {
+    let (name, scopes) = card.security_requirements.first()?.schemes.iter().next()?;
+    let scheme = card.security_schemes.get(name)?.scheme.as_ref()?;
+    Some(Primary {
+        name,
+        scheme,
+        scopes: &scopes.list,
+    })
+}
+
+/// The token endpoint of an OAuth 2.0 client-credentials flow (`None` for
+/// another flow, or an empty URL).
+pub fn token_url(o: &v1::OAuth2SecurityScheme) -> Option<&str> {
+    match o.flows.as_ref()?.flow.as_ref()? {
+        v1::o_auth_flows::Flow::ClientCredentials(c) if !c.token_url.is_empty() => {
+            Some(&c.token_url)
+        }
+        _ => None,
+    }
+}
+
 /// The card's declaration of `security`.
 fn scheme(security: &Security) -> Option<Scheme> {
     Some(match security {

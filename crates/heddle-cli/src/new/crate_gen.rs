@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 
 use super::card::{JSONRPC_PATH, REST_PATH};
+use super::quote;
 use super::spec::{AgentSpec, Security, is_loopback};
 
 const MAIN_RS: &str = include_str!("templates/main.rs.tmpl");
@@ -56,10 +57,6 @@ impl DepSource {
             format!("{{ {source}, features = [{}] }}", f.join(", "))
         }
     }
-}
-
-fn quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
 }
 
 /// The `listen` address for a base URL: its port on the loopback address

@@ -233,13 +233,16 @@ fn new_agent(args: &AgentArgs, spec: &AgentSpec, target: Target) -> anyhow::Resu
         )),
         Target::Manifest => {
             let output = schema::output_schema(spec);
-            let doc = hub::manifest(
+            let (doc, notes) = hub::manifest(
                 &card,
                 &spec.base_url,
                 &skills_schema,
                 &output,
                 &pricing(args),
             )?;
+            for note in notes {
+                eprintln!("note: {note}");
+            }
             files.push(("manifest.json".into(), pretty(&doc)?));
         }
     }
@@ -313,7 +316,10 @@ async fn from_card(args: &AgentArgs) -> anyhow::Result<ExitCode> {
     match args.target.unwrap_or(Target::HubToml) {
         Target::Manifest => {
             let (input, output) = hub::schemas_from_card(&card);
-            let doc = hub::manifest(&card, &base, &input, &output, &pricing(args))?;
+            let (doc, notes) = hub::manifest(&card, &base, &input, &output, &pricing(args))?;
+            for note in notes {
+                eprintln!("note: {note}");
+            }
             files.push(("manifest.json".into(), pretty(&doc)?));
         }
         Target::HubToml => files.push((
@@ -357,6 +363,15 @@ fn signing(args: &AgentArgs) -> anyhow::Result<Option<card::Signing>> {
         key,
         jku: args.sign_jku.clone(),
     }))
+}
+
+/// `s` as a TOML basic string, for every TOML file written here: JSON's
+/// escapes are TOML's, and DEL, which JSON leaves as it is and TOML does
+/// not allow, is escaped too.
+fn quote(s: &str) -> String {
+    serde_json::to_string(s)
+        .unwrap_or_else(|_| "\"\"".into())
+        .replace('\u{7f}', "\\u007F")
 }
 
 fn pretty(v: &serde_json::Value) -> anyhow::Result<String> {
