@@ -354,6 +354,15 @@ fn a_bad_flag_is_refused_with_its_reason_and_nothing_is_written() {
     let out = common::heddle(&plain);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("must be https"));
+    let mut bad_id = base.to_vec();
+    bad_id.extend(["--id", "Has Space", "--target", "hub-toml"]);
+    let out = common::heddle(&bad_id);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--id"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut local_manifest = base.to_vec();
     local_manifest.extend(["--target", "manifest"]);
     let out = common::heddle(&local_manifest);

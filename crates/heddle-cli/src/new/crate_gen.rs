@@ -227,6 +227,7 @@ pub fn files(
         ("DESCRIPTION", quote(&spec.description)),
         ("SKILL_DOCS", skill_docs.join("\n")),
         ("DEP_SERVER", source.dep("heddle-server", &["grpc", "tls"])),
+        ("DEP_API", source.dep("heddle-api", &[])),
         ("DEP_CORE", source.dep("heddle-core", &[])),
         ("DEP_AUTH", source.dep("heddle-auth", &[])),
         ("DEP_STORE", source.dep("heddle-store", &[])),

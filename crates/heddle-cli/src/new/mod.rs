@@ -188,13 +188,32 @@ fn out_dir(args: &AgentArgs, slug: &str) -> PathBuf {
     args.out.clone().unwrap_or_else(|| PathBuf::from(slug))
 }
 
+/// The hub's id for the agent: `--id` as given, else the hub's slug of its
+/// name (cut to the longest id the hub takes); either way checked by the
+/// hub's own rule.
+fn agent_id(given: Option<&str>, name: &str) -> anyhow::Result<String> {
+    use heddle_hub::registry::{MAX_ID_LEN, check_id, slug};
+    let id = match given {
+        Some(id) => id.trim().to_owned(),
+        None => {
+            let mut s = slug(name);
+            s.truncate(MAX_ID_LEN);
+            let s = s.trim_end_matches('-');
+            if s.is_empty() {
+                "agent".into()
+            } else {
+                s.to_owned()
+            }
+        }
+    };
+    check_id(&id).with_context(|| format!("--id {id:?}"))?;
+    Ok(id)
+}
+
 /// Makes every file in memory, checks them, then writes them.
 fn new_agent(args: &AgentArgs, spec: &AgentSpec, target: Target) -> anyhow::Result<ExitCode> {
     spec.check()?;
-    let id = match &args.id {
-        Some(id) => spec::skill_id(id).context("--id")?,
-        None => spec.slug(),
-    };
+    let id = agent_id(args.id.as_deref(), &spec.name)?;
     let signing = signing(args)?;
     let card = card::build(spec);
     let (v1_doc, v03_doc) = card::documents(&card, spec.v03, signing.as_ref())?;
@@ -303,12 +322,8 @@ async fn from_card(args: &AgentArgs) -> anyhow::Result<ExitCode> {
         bail!("the card is not valid:\n  {}", found.join("\n  "));
     }
     let card = card::one_line(&heddle_core::card::parse_card(&doc)?)?;
-    let slug = spec::slug(&card.name);
-    let id = match &args.id {
-        Some(id) => spec::skill_id(id).context("--id")?,
-        None if slug.is_empty() => "agent".into(),
-        None => slug.clone(),
-    };
+    let slug = heddle_hub::registry::slug(&card.name);
+    let id = agent_id(args.id.as_deref(), &card.name)?;
     let mut files = vec![(
         "BLUEPRINT.md".to_owned(),
         blueprint::render(&card, &card_url, &blueprint::Notes::default()),

@@ -142,7 +142,10 @@ pub fn skill_id(answer: &str) -> anyhow::Result<String> {
         bail!("a skill id must not be empty");
     }
     if t.chars().any(char::is_whitespace) {
-        bail!("a skill id cannot contain spaces (try {:?})", slug(t));
+        bail!(
+            "a skill id cannot contain spaces (try {:?})",
+            heddle_hub::registry::slug(t)
+        );
     }
     if let Some(c) = t
         .chars()
@@ -151,19 +154,6 @@ pub fn skill_id(answer: &str) -> anyhow::Result<String> {
         bail!("a skill id may hold letters, digits, '.', '_' and '-', not {c:?}");
     }
     Ok(t.to_owned())
-}
-
-/// `text` lower-cased with every run of other characters made one `-`.
-pub fn slug(text: &str) -> String {
-    let mut out = String::new();
-    for c in text.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('-') && !out.is_empty() {
-            out.push('-');
-        }
-    }
-    out.trim_end_matches('-').to_owned()
 }
 
 /// A Semantic Versioning 2.0.0 version: `MAJOR.MINOR.PATCH`, then an
@@ -357,9 +347,9 @@ impl AgentSpec {
         union(self.skills.iter().map(|s| &s.output_modes))
     }
 
-    /// A file- and crate-safe name for the agent.
+    /// A file- and crate-safe name for the agent (the hub's slug of its name).
     pub fn slug(&self) -> String {
-        let s = slug(&self.name);
+        let s = heddle_hub::registry::slug(&self.name);
         if s.is_empty() { "agent".into() } else { s }
     }
 }
@@ -424,6 +414,5 @@ mod tests {
         assert!(media_types("text").is_err());
         assert!(grpc_addr("h:50051").is_ok());
         assert!(grpc_addr("h").is_err());
-        assert_eq!(slug("Weather Bot!"), "weather-bot");
     }
 }
