@@ -205,13 +205,12 @@ pub fn version(answer: &str) -> anyhow::Result<String> {
     Ok(t.to_owned())
 }
 
-/// A comma-separated list of non-empty items.
+/// A comma-separated list of non-empty items, each one line ([`one_line`]).
 pub fn list(answer: &str) -> Vec<String> {
     answer
         .split(',')
-        .map(str::trim)
+        .map(|s| one_line(s).trim().to_owned())
         .filter(|s| !s.is_empty())
-        .map(str::to_owned)
         .collect()
 }
 
@@ -412,6 +411,7 @@ mod tests {
         }
         assert!(media_types("text/plain, application/json").is_ok());
         assert!(media_types("text").is_err());
+        assert_eq!(list("a\n[x], b,\t"), ["a [x]", "b"]);
         assert!(grpc_addr("h:50051").is_ok());
         assert!(grpc_addr("h").is_err());
     }
