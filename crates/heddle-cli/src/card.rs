@@ -82,13 +82,25 @@ pub async fn run(cmd: CardCommand) -> anyhow::Result<ExitCode> {
 
 /// The card JSON from a URL (trying the well-known paths), a file, or stdin.
 pub(crate) async fn read_source(source: &str, conn: &Connection) -> anyhow::Result<String> {
+    Ok(fetch_source(source, conn).await?.0)
+}
+
+/// [`read_source`], with the URL the card was fetched from (`None` for a
+/// file or stdin). A served card larger than
+/// [`heddle_client::DEFAULT_MAX_BODY_BYTES`] is refused, not read.
+pub(crate) async fn fetch_source(
+    source: &str,
+    conn: &Connection,
+) -> anyhow::Result<(String, Option<String>)> {
     if source == "-" {
-        return std::io::read_to_string(std::io::stdin()).context("reading standard input");
+        let text = std::io::read_to_string(std::io::stdin()).context("reading standard input")?;
+        return Ok((text, None));
     }
     if !(source.starts_with("http://") || source.starts_with("https://")) {
-        return tokio::fs::read_to_string(source)
+        let text = tokio::fs::read_to_string(source)
             .await
-            .with_context(|| format!("reading {source}"));
+            .with_context(|| format!("reading {source}"))?;
+        return Ok((text, None));
     }
     let opts = conn.options()?;
     let http = heddle_client::http_client(&opts)?;
@@ -108,7 +120,18 @@ pub(crate) async fn read_source(source: &str, conn: &Connection) -> anyhow::Resu
             req = req.header(k, v);
         }
         match req.send().await {
-            Ok(r) if r.status().is_success() => return Ok(r.text().await?),
+            Ok(r) if r.status().is_success() => {
+                let body = heddle_client::read_limited(
+                    r,
+                    heddle_client::DEFAULT_MAX_BODY_BYTES,
+                    "agent card",
+                )
+                .await
+                .with_context(|| format!("GET {u}"))?;
+                let text = String::from_utf8(body.to_vec())
+                    .with_context(|| format!("GET {u}: the card is not UTF-8"))?;
+                return Ok((text, Some(u)));
+            }
             Ok(r) => last = format!("GET {u}: HTTP {}", r.status().as_u16()),
             Err(e) => last = format!("GET {u}: {}", heddle_client::ClientError::from(e)),
         }

@@ -48,9 +48,11 @@ fn card_validates(file: &Path, form: &str) {
     assert!(said.contains(&format!("valid ({form} card)")), "{said}");
 }
 
-/// A data input schema a skill declares, for the skills schema to carry.
-const CITY_SCHEMA: &str = r#"{"$schema":"https://json-schema.org/draft/2020-12/schema",
-  "type":"object","required":["city"],"properties":{"city":{"type":"string"}}}"#;
+/// A data input schema a skill declares, for the skills schema to carry
+/// (with a local `$ref`, which must still resolve inside the skills schema).
+const CITY_SCHEMA: &str = r##"{"$schema":"https://json-schema.org/draft/2020-12/schema",
+  "$defs":{"name":{"type":"string","minLength":1}},
+  "type":"object","required":["city"],"properties":{"city":{"$ref":"#/$defs/name"}}}"##;
 
 struct Case {
     security: &'static [&'static str],
@@ -208,6 +210,17 @@ fn every_security_scheme_and_binding_set_writes_files_that_validate() {
                 assert_eq!(has, want, "case {n}: {binding} {version} in {listed:?}");
             }
         }
+        // gRPC is dialed over TLS exactly when the agent's URL is https.
+        for i in card["supportedInterfaces"].as_array().expect("interfaces") {
+            if i["protocolBinding"] == "GRPC" {
+                let url = i["url"].as_str().expect("url");
+                if case.url.starts_with("https://") {
+                    assert_eq!(url, "https://localhost:50051", "case {n}");
+                } else {
+                    assert_eq!(url, "localhost:50051", "case {n}");
+                }
+            }
+        }
         // The v0.3 card, when asked for.
         let v03_file = dir.join("agent-card.v0.3.json");
         assert_eq!(v03_file.exists(), case.v03, "case {n}");
@@ -241,6 +254,10 @@ fn every_security_scheme_and_binding_set_writes_files_that_validate() {
         let v = jsonschema::draft202012::new(&skills).expect("the skills schema compiles");
         assert!(v.is_valid(&json!({"city": "Paris"})), "case {n}");
         assert!(!v.is_valid(&json!({"town": "Paris"})), "case {n}");
+        assert!(
+            !v.is_valid(&json!({"city": 5})),
+            "case {n}: the local $ref applies"
+        );
         assert!(
             skills["$defs"]["forecast.output"].is_object(),
             "the JSON output is described: {skills}"
@@ -337,6 +354,15 @@ fn a_bad_flag_is_refused_with_its_reason_and_nothing_is_written() {
     let out = common::heddle(&plain);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("must be https"));
+    let mut bad_id = base.to_vec();
+    bad_id.extend(["--id", "Has Space", "--target", "hub-toml"]);
+    let out = common::heddle(&bad_id);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--id"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut local_manifest = base.to_vec();
     local_manifest.extend(["--target", "manifest"]);
     let out = common::heddle(&local_manifest);
@@ -398,13 +424,97 @@ fn from_card_writes_the_blueprint_and_hub_entry_of_a_running_agent() {
         ],
     );
     ok(&out, "--from-card FILE");
+    // A file says nothing of where the agent is: --url is asked for, not guessed.
+    let out = heddle_in(
+        tmp.path(),
+        &[
+            "new",
+            "agent",
+            "--from-card",
+            card.to_str().expect("utf8"),
+            "--out",
+            "no-url",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("pass --url"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!tmp.path().join("no-url").exists());
+
+    // A card's text cannot break out of a TOML comment or a Markdown line.
+    let mut evil: Value = serde_json::from_slice(&fetched.stdout).expect("card json");
+    evil["name"] = "Evil\n[[agents]]\nid = \"injected\"\nkind = \"remote\"".into();
+    evil["description"] = "line one\n# Injected heading\r\n".into();
+    let evil_file = tmp.path().join("evil.json");
+    std::fs::write(&evil_file, evil.to_string()).expect("write");
+    let out = heddle_in(
+        tmp.path(),
+        &[
+            "new",
+            "agent",
+            "--from-card",
+            evil_file.to_str().expect("utf8"),
+            "--url",
+            "http://127.0.0.1:9/evil",
+            "--id",
+            "evil",
+            "--out",
+            "evil",
+        ],
+    );
+    ok(&out, "--from-card with newlines in its text");
+    let entry = std::fs::read_to_string(tmp.path().join("evil/hub-entry.toml")).expect("entry");
+    let tables = entry
+        .lines()
+        .filter(|l| l.trim_start().starts_with("[[agents]]"))
+        .count();
+    assert_eq!(tables, 1, "one agent, not two:\n{entry}");
+    assert!(
+        !entry.lines().any(|l| l.starts_with("id = \"injected\"")),
+        "{entry}"
+    );
+    let blueprint = std::fs::read_to_string(tmp.path().join("evil/BLUEPRINT.md")).expect("md");
+    assert!(
+        !blueprint
+            .lines()
+            .any(|l| l.starts_with("[[agents]]") || l.starts_with("# Injected")),
+        "{blueprint}"
+    );
     let manifest = read_json(&tmp.path().join("from-file/manifest.json"));
     assert_eq!(manifest["endpoint"], "https://agents.example/echo");
     assert!(manifest_schema().is_valid(&manifest), "{manifest}");
 }
 
+/// Whether `python3` runs here; without it a printed skip (a failure when
+/// HEDDLE_REQUIRE_INTEROP=1).
+fn python3_present() -> bool {
+    let found = Command::new("python3")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        assert_ne!(
+            std::env::var("HEDDLE_REQUIRE_INTEROP").as_deref(),
+            Ok("1"),
+            "HEDDLE_REQUIRE_INTEROP=1 but python3 is missing (the pty driver needs it)"
+        );
+        println!(
+            "skipped: the interactive form is driven through a pty by python3, which is missing"
+        );
+    }
+    found
+}
+
 #[test]
 fn the_interactive_form_asks_again_on_a_bad_answer_in_a_terminal() {
+    if !python3_present() {
+        return;
+    }
     let tmp = tempfile::tempdir().expect("tmp");
     let script = json!([
         ["Agent name", "Trip Planner"],
@@ -494,8 +604,8 @@ fn target_dir() -> PathBuf {
         .expect("target dir")
 }
 
-/// The Python SDK from tests/interop/setup.sh, or a printed skip (a failure
-/// when HEDDLE_REQUIRE_INTEROP=1).
+/// The Python SDK from tests/interop/setup.sh, or a printed skip of its
+/// calls (a failure when HEDDLE_REQUIRE_INTEROP=1).
 fn python_sdk() -> Option<PathBuf> {
     let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop/.venv/bin/python");
     if venv.exists() {
@@ -508,11 +618,78 @@ fn python_sdk() -> Option<PathBuf> {
         venv.display()
     );
     println!(
-        "skipped: the generated crate is called by the Python a2a-sdk, which needs \
+        "skipped: the Python a2a-sdk calls of the generated crate, which need \
          tests/interop/setup.sh (no {})",
         venv.display()
     );
     None
+}
+
+/// How long the generated crate's build may take before it is killed.
+const BUILD_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// `cargo build --offline` in `dir` (every dependency is one this test's
+/// own build already fetched), killed with a clear failure past BUILD_LIMIT.
+fn cargo_build(dir: &Path) {
+    let log = dir.join("build.log");
+    let file = std::fs::File::create(&log).expect("build log");
+    let mut child = Command::new(env!("CARGO"))
+        .args(["build", "--offline", "--quiet"])
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .stdin(Stdio::null())
+        .stdout(file.try_clone().expect("log"))
+        .stderr(file)
+        .spawn()
+        .expect("cargo runs");
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("cargo build") {
+            break status;
+        }
+        if start.elapsed() > BUILD_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "cargo build of the generated crate took more than {} s; killed it\n{}",
+                BUILD_LIMIT.as_secs(),
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert!(
+        status.success(),
+        "cargo build of the generated crate: {status}\n{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+}
+
+/// A raw POST to the agent, no A2A client in between: its status and body.
+fn post(url: &str, header: Option<(&str, &str)>, body: &Value) -> (u16, String) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let mut request = reqwest::Client::new()
+            .post(url)
+            .header("A2A-Version", "1.0")
+            .json(body);
+        if let Some((name, value)) = header {
+            request = request.header(name, value);
+        }
+        let response = request.send().await.expect("the agent answers");
+        let status = response.status().as_u16();
+        (status, response.text().await.expect("body"))
+    })
+}
+
+/// `heddle send` failed with exit code 2, saying `reason` on stderr.
+fn refused(out: &std::process::Output, reason: &str, what: &str) {
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{what}: {said}");
+    assert!(said.contains(reason), "{what}: no {reason:?} in {said}");
 }
 
 fn free_port() -> u16 {
@@ -540,10 +717,8 @@ impl Drop for Child {
 }
 
 #[test]
-fn a_generated_crate_builds_serves_its_card_and_answers_the_python_sdk() {
-    let Some(python) = python_sdk() else {
-        return;
-    };
+fn a_generated_crate_builds_serves_its_card_and_answers_callers() {
+    let python = python_sdk();
     let tmp = tempfile::tempdir().expect("tmp");
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
@@ -573,14 +748,7 @@ fn a_generated_crate_builds_serves_its_card_and_answers_the_python_sdk() {
     ok(&out, "new agent");
     let dir = tmp.path().join("agent");
 
-    let build = Command::new(env!("CARGO"))
-        .args(["build", "--quiet"])
-        .current_dir(&dir)
-        .env("CARGO_TARGET_DIR", target_dir())
-        .stdin(Stdio::null())
-        .output()
-        .expect("cargo runs");
-    ok(&build, "cargo build of the generated crate");
+    cargo_build(&dir);
     let exe = target_dir().join("debug/echo-planner");
 
     // Everything below comes from the blueprint: the key command, the card
@@ -629,33 +797,62 @@ fn a_generated_crate_builds_serves_its_card_and_answers_the_python_sdk() {
         "X-API-Key"
     );
 
-    // Without the key: refused.
-    let refused = common::heddle(&["send", base, "hi"]);
-    assert_eq!(
-        refused.status.code(),
-        Some(2),
-        "a call without the key is refused"
+    // Without the key: refused, saying why; with it: answered.
+    refused(
+        &common::heddle(&["send", base, "hi"]),
+        "HTTP 401: authentication required",
+        "heddle send without the key",
     );
-
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/interop/python/new_agent_client.py");
-    for (binding, version) in [
-        ("JSONRPC", "1.0"),
-        ("HTTP+JSON", "1.0"),
-        ("JSONRPC", "0.3"),
-        ("HTTP+JSON", "0.3"),
+    let with_key = format!("{header}: {key}");
+    let sent = common::heddle(&["send", base, "hi", "--header", &with_key]);
+    ok(&sent, "heddle send with the key");
+    assert!(String::from_utf8_lossy(&sent.stdout).contains("COMPLETED"));
+    let message = json!({"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]});
+    for (path, body) in [
+        (
+            "/a2a",
+            json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                   "params": {"message": message}}),
+        ),
+        ("/rest/message:send", json!({"message": message})),
     ] {
-        let run = Command::new(&python)
-            .arg(&script)
-            .args([base, header, &key, binding, version])
-            .output()
-            .expect("python runs");
-        let said = String::from_utf8_lossy(&run.stdout);
+        let url = format!("{base}{path}");
+        let (status, body_text) = post(&url, None, &body);
+        assert_eq!(status, 401, "{path} without the key: {body_text}");
         assert!(
-            run.status.success() && said.matches("PASS").count() == 2,
-            "{binding} {version}: {said}\n{}",
-            String::from_utf8_lossy(&run.stderr)
+            body_text.contains("UNAUTHENTICATED"),
+            "{path} without the key: {body_text}"
         );
+        let (status, body_text) = post(&url, Some((header, &key)), &body);
+        assert_eq!(status, 200, "{path} with the key: {body_text}");
+        assert!(
+            body_text.contains("TASK_STATE_COMPLETED"),
+            "{path} with the key: {body_text}"
+        );
+    }
+
+    // The official Python SDK, knowing only what the blueprint says.
+    if let Some(python) = &python {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/interop/python/new_agent_client.py");
+        for (binding, version) in [
+            ("JSONRPC", "1.0"),
+            ("HTTP+JSON", "1.0"),
+            ("JSONRPC", "0.3"),
+            ("HTTP+JSON", "0.3"),
+        ] {
+            let run = Command::new(python)
+                .arg(&script)
+                .args([base, header, &key, binding, version])
+                .output()
+                .expect("python runs");
+            let said = String::from_utf8_lossy(&run.stdout);
+            assert!(
+                run.status.success() && said.matches("PASS").count() == 2,
+                "{binding} {version}: {said}\n{}",
+                String::from_utf8_lossy(&run.stderr)
+            );
+        }
     }
 
     drop(server);
@@ -689,9 +886,10 @@ fn a_generated_crate_builds_serves_its_card_and_answers_the_python_sdk() {
     let secret = "0123456789abcdef0123456789abcdef-secret";
     let _jwt_agent = start_with(&exe, &jwt_dir, &[("AGENT_JWT_SECRET", secret)]);
     let jwt_base = format!("http://127.0.0.1:{jwt_port}");
-    assert_eq!(
-        common::heddle(&["send", &jwt_base, "hi"]).status.code(),
-        Some(2)
+    refused(
+        &common::heddle(&["send", &jwt_base, "hi"]),
+        "HTTP 401: authentication required",
+        "heddle send without a JWT",
     );
     let exp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -753,10 +951,10 @@ fn a_generated_crate_builds_serves_its_card_and_answers_the_python_sdk() {
     let mtls_base = format!("https://localhost:{mtls_port}");
     let ca_file = tls.join("ca.pem").display().to_string();
     let without = common::heddle(&["send", &mtls_base, "hi", "--ca-cert", &ca_file]);
-    assert_eq!(
-        without.status.code(),
-        Some(2),
-        "no client certificate, no answer"
+    refused(
+        &without,
+        "CertificateRequired",
+        "heddle send without a client certificate",
     );
     let with = common::heddle(&[
         "send",

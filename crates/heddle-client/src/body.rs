@@ -9,7 +9,7 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 16 << 20;
 /// Reads `resp`'s body chunk by chunk, refusing it with
 /// [`ClientError::BodyTooLarge`] (naming `what`) as soon as it would exceed
 /// `limit` bytes: a larger `Content-Length` is refused before any read.
-pub(crate) async fn read_limited(
+pub async fn read_limited(
     mut resp: reqwest::Response,
     limit: usize,
     what: &'static str,

@@ -46,7 +46,7 @@ mod transport;
 mod trust;
 pub mod webhook;
 
-pub use body::DEFAULT_MAX_BODY_BYTES;
+pub use body::{DEFAULT_MAX_BODY_BYTES, read_limited};
 pub use client::{A2aClient, SendReply};
 pub use credentials::{Credentials, Secret};
 pub use discovery::{CardCache, choose_interface, fetch_card, fetch_card_verified};

@@ -49,18 +49,11 @@ struct Auth {
 }
 
 fn auth(card: &v1::AgentCard) -> Auth {
-    let name = card
-        .security_requirements
-        .first()
-        .and_then(|r| r.schemes.keys().next())
-        .or_else(|| card.security_schemes.keys().next());
-    let scheme = name
-        .and_then(|n| card.security_schemes.get(n))
-        .and_then(|s| s.scheme.as_ref());
-    let name = name.map(String::as_str).unwrap_or_default();
-    match scheme {
+    let primary = super::card::primary_scheme(card);
+    let name = primary.as_ref().map_or("", |p| p.name);
+    match primary.as_ref().map(|p| p.scheme) {
         None => Auth {
-            summary: "None: the card declares no security scheme, so calls need no credentials."
+            summary: "None: the card requires no security scheme, so calls need no credentials."
                 .into(),
             curl: String::new(),
             heddle: String::new(),
@@ -107,15 +100,10 @@ fn auth(card: &v1::AgentCard) -> Auth {
             heddle: " --bearer \"$A2A_TOKEN\"".into(),
         },
         Some(Scheme::Oauth2SecurityScheme(o)) => {
-            let token_url = match o.flows.as_ref().and_then(|f| f.flow.as_ref()) {
-                Some(v1::o_auth_flows::Flow::ClientCredentials(c)) => c.token_url.clone(),
-                _ => String::new(),
-            };
-            let scopes = card
-                .security_requirements
-                .first()
-                .and_then(|r| r.schemes.get(name))
-                .map(|l| l.list.join(" "))
+            let token_url = super::card::token_url(o).unwrap_or("TOKEN_URL");
+            let scopes = primary
+                .as_ref()
+                .map(|p| p.scopes.join(" "))
                 .unwrap_or_default();
             Auth {
                 summary: format!(

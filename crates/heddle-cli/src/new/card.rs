@@ -16,6 +16,27 @@ use serde_json::Value;
 
 use super::spec::{AgentSpec, Security};
 
+/// `card` with every string in it (map keys too) made one line
+/// ([`super::spec::one_line`]): a card from elsewhere is untrusted, and its
+/// text goes into TOML comments and Markdown, where a line break would start
+/// new syntax.
+pub fn one_line(card: &v1::AgentCard) -> anyhow::Result<v1::AgentCard> {
+    fn clean(v: Value) -> Value {
+        match v {
+            Value::String(s) => Value::String(super::spec::one_line(&s)),
+            Value::Array(a) => Value::Array(a.into_iter().map(clean).collect()),
+            Value::Object(m) => Value::Object(
+                m.into_iter()
+                    .map(|(k, v)| (super::spec::one_line(&k), clean(v)))
+                    .collect(),
+            ),
+            other => other,
+        }
+    }
+    let doc = clean(serde_json::to_value(card).context("serializing the card")?);
+    serde_json::from_value(doc).context("the card, made one line per field")
+}
+
 /// Path of the JSON-RPC endpoint under the agent's base URL.
 pub const JSONRPC_PATH: &str = "/a2a";
 /// Path of the HTTP+JSON endpoint under the agent's base URL.
@@ -35,10 +56,13 @@ pub fn scheme_name(security: &Security) -> &'static str {
 /// Where the agent is served, as the card's builder wants it.
 fn endpoints(spec: &AgentSpec) -> Endpoints {
     let b = &spec.bindings;
-    let grpc_url = match &spec.security {
-        // The agent terminates TLS itself, on gRPC too.
-        Security::Mtls => format!("https://{}", spec.grpc_addr),
-        _ => spec.grpc_addr.clone(),
+    // gRPC is reached the way the base URL is: over TLS for an https agent
+    // (which terminates TLS itself with mutual TLS, else behind a proxy, as
+    // agent.toml says), in plaintext (a bare host:port) for an http one.
+    let grpc_url = if spec.base_url.starts_with("https://") {
+        format!("https://{}", spec.grpc_addr)
+    } else {
+        spec.grpc_addr.clone()
     };
     Endpoints {
         jsonrpc: b
@@ -113,6 +137,40 @@ pub fn build(spec: &AgentSpec) -> v1::AgentCard {
         });
     }
     card
+}
+
+/// The scheme a caller presents: the first scheme of the card's first
+/// security requirement, with the scopes that requirement asks for. The
+/// blueprint, the hub entry and the manifest all describe this one.
+pub struct Primary<'a> {
+    /// Its name in `securitySchemes`.
+    pub name: &'a str,
+    /// Its declaration.
+    pub scheme: &'a Scheme,
+    /// The scopes the requirement lists (OAuth 2.0).
+    pub scopes: &'a [String],
+}
+
+/// The card's [`Primary`] scheme; `None` when it requires none.
+pub fn primary_scheme(card: &v1::AgentCard) -> Option<Primary<'_>> {
+    let (name, scopes) = card.security_requirements.first()?.schemes.iter().next()?;
+    let scheme = card.security_schemes.get(name)?.scheme.as_ref()?;
+    Some(Primary {
+        name,
+        scheme,
+        scopes: &scopes.list,
+    })
+}
+
+/// The token endpoint of an OAuth 2.0 client-credentials flow (`None` for
+/// another flow, or an empty URL).
+pub fn token_url(o: &v1::OAuth2SecurityScheme) -> Option<&str> {
+    match o.flows.as_ref()?.flow.as_ref()? {
+        v1::o_auth_flows::Flow::ClientCredentials(c) if !c.token_url.is_empty() => {
+            Some(&c.token_url)
+        }
+        _ => None,
+    }
 }
 
 /// The card's declaration of `security`.

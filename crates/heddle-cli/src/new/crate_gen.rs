@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 
 use super::card::{JSONRPC_PATH, REST_PATH};
+use super::quote;
 use super::spec::{AgentSpec, Security, is_loopback};
 
 const MAIN_RS: &str = include_str!("templates/main.rs.tmpl");
@@ -58,10 +59,6 @@ impl DepSource {
     }
 }
 
-fn quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
-}
-
 /// The `listen` address for a base URL: its port on the loopback address
 /// when the agent runs here, else port 8080 behind a proxy (or the URL's
 /// port on every address when the agent terminates TLS itself).
@@ -88,13 +85,24 @@ fn settings(spec: &AgentSpec, id: &str) -> anyhow::Result<String> {
         quote(&listen_addr(&url, tls))
     );
     if spec.bindings.grpc {
+        // As `listen`: the callers' port when they reach this process
+        // directly (here, or with its own TLS), else 50051 behind the proxy
+        // that holds the public port.
         let port = spec.grpc_addr.rsplit_once(':').map_or("50051", |(_, p)| p);
-        let host = if tls && !is_loopback(&url) {
-            "0.0.0.0"
+        let addr = if is_loopback(&url) {
+            format!("127.0.0.1:{port}")
+        } else if tls {
+            format!("0.0.0.0:{port}")
         } else {
-            "127.0.0.1"
+            "127.0.0.1:50051".to_owned()
         };
-        out.push_str(&format!("grpc_listen = \"{host}:{port}\"\n"));
+        out.push_str(&format!("grpc_listen = {}\n", quote(&addr)));
+    }
+    if url.scheme() == "https" && !tls {
+        out.push_str(
+            "# The card's URLs are https: this process speaks plain HTTP (and gRPC), so put a\n\
+             # TLS-terminating proxy in front of `listen` (and `grpc_listen`, with HTTP/2).\n",
+        );
     }
     let path = url.path().trim_end_matches('/');
     out.push_str(&format!(
@@ -162,6 +170,36 @@ pub fn crate_name(spec: &AgentSpec) -> String {
     }
 }
 
+/// `template` with each `{{KEY}}` of `values` replaced, in one pass: a
+/// `{{…}}` inside a value is written as it is, never replaced in turn.
+fn fill(template: &str, values: &[(&str, String)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let value = after.find("}}").and_then(|end| {
+            let key = &after[..end];
+            values
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| (v, end))
+        });
+        match value {
+            Some((v, end)) => {
+                out.push_str(v);
+                rest = &after[end + 2..];
+            }
+            None => {
+                out.push_str("{{");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The files of the crate, as (path under the output folder, contents).
 pub fn files(
     spec: &AgentSpec,
@@ -181,21 +219,20 @@ pub fn files(
         .iter()
         .map(|s| format!("//! - `{}`: {}", s.id, s.description))
         .collect();
-    let fill = |t: &str| {
-        t.replace("{{NAME}}", &spec.name)
-            .replace("{{NAME_LIT}}", &quote(&spec.name))
-            .replace("{{CRATE}}", &crate_name(spec))
-            .replace("{{VERSION}}", &spec.version)
-            .replace("{{DESCRIPTION}}", &quote(&spec.description))
-            .replace("{{SKILL_DOCS}}", &skill_docs.join("\n"))
-            .replace(
-                "{{DEP_SERVER}}",
-                &source.dep("heddle-server", &["grpc", "tls"]),
-            )
-            .replace("{{DEP_CORE}}", &source.dep("heddle-core", &[]))
-            .replace("{{DEP_AUTH}}", &source.dep("heddle-auth", &[]))
-            .replace("{{DEP_STORE}}", &source.dep("heddle-store", &[]))
-    };
+    let values = [
+        ("NAME", spec.name.clone()),
+        ("NAME_LIT", quote(&spec.name)),
+        ("CRATE", crate_name(spec)),
+        ("VERSION", quote(&spec.version)),
+        ("DESCRIPTION", quote(&spec.description)),
+        ("SKILL_DOCS", skill_docs.join("\n")),
+        ("DEP_SERVER", source.dep("heddle-server", &["grpc", "tls"])),
+        ("DEP_API", source.dep("heddle-api", &[])),
+        ("DEP_CORE", source.dep("heddle-core", &[])),
+        ("DEP_AUTH", source.dep("heddle-auth", &[])),
+        ("DEP_STORE", source.dep("heddle-store", &[])),
+    ];
+    let fill = |t: &str| fill(t, &values);
     let mut out = vec![
         ("Cargo.toml".to_owned(), fill(CARGO_TOML)),
         ("agent.toml".to_owned(), settings(spec, id)?),
@@ -213,4 +250,21 @@ pub fn files(
         out.push(("Cargo.lock".to_owned(), lock));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_filled_once_and_values_are_not_read_again() {
+        let values = [
+            ("NAME", "{{CRATE}} and {{NAME}}".to_owned()),
+            ("CRATE", "c".to_owned()),
+        ];
+        assert_eq!(
+            fill("a {{NAME}} b {{CRATE}} {{OTHER}} {{", &values),
+            "a {{CRATE}} and {{NAME}} b c {{OTHER}} {{"
+        );
+    }
 }

@@ -3,17 +3,15 @@
 //! are checked with the validators `heddle registry validate` runs before
 //! they are written.
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use heddle_core::v1::{self, security_scheme::Scheme};
 use serde_json::{Value, json};
 
-/// A TOML basic string (JSON's escapes are TOML's).
-fn toml_str(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
-}
+use super::card::{primary_scheme, token_url};
+use super::quote;
 
 fn toml_list(items: &[String]) -> String {
-    let quoted: Vec<String> = items.iter().map(|s| toml_str(s)).collect();
+    let quoted: Vec<String> = items.iter().map(|s| quote(s)).collect();
     format!("[{}]", quoted.join(", "))
 }
 
@@ -32,56 +30,43 @@ fn env_name(id: &str, what: &str) -> String {
     format!("{stem}_{what}")
 }
 
-/// The `auth` line for the upstream's first security scheme, or a comment
-/// when the hub cannot present it.
+/// The `auth` line for the upstream's primary security scheme
+/// ([`primary_scheme`]), or a comment when the hub cannot present it.
 fn auth_line(card: &v1::AgentCard, id: &str) -> String {
-    let scheme = card
-        .security_requirements
-        .first()
-        .and_then(|r| r.schemes.keys().next())
-        .and_then(|n| card.security_schemes.get(n))
-        .and_then(|s| s.scheme.as_ref());
-    match scheme {
-        None => String::new(),
-        Some(Scheme::ApiKeySecurityScheme(k)) if k.location == "header" => format!(
+    let Some(primary) = primary_scheme(card) else {
+        return String::new();
+    };
+    match primary.scheme {
+        Scheme::ApiKeySecurityScheme(k) if k.location == "header" => format!(
             "auth = {{ type = \"api_key\", header = {}, env = {} }}\n",
-            toml_str(&k.name),
-            toml_str(&env_name(id, "API_KEY"))
+            quote(&k.name),
+            quote(&env_name(id, "API_KEY"))
         ),
-        Some(Scheme::HttpAuthSecurityScheme(_) | Scheme::OpenIdConnectSecurityScheme(_)) => {
+        Scheme::HttpAuthSecurityScheme(_) | Scheme::OpenIdConnectSecurityScheme(_) => {
             format!(
                 "auth = {{ type = \"bearer\", env = {} }}\n",
-                toml_str(&env_name(id, "TOKEN"))
+                quote(&env_name(id, "TOKEN"))
             )
         }
-        Some(Scheme::Oauth2SecurityScheme(o)) => {
-            let token_url = match o.flows.as_ref().and_then(|f| f.flow.as_ref()) {
-                Some(v1::o_auth_flows::Flow::ClientCredentials(c)) => c.token_url.clone(),
-                _ => String::new(),
-            };
-            if token_url.is_empty() {
+        Scheme::Oauth2SecurityScheme(o) => {
+            let Some(token_url) = token_url(o) else {
                 return "# auth: the card's OAuth flow is not client credentials; \
                         the hub cannot fetch tokens for it\n"
                     .into();
-            }
-            let mut scopes: Vec<String> = card
-                .security_requirements
-                .first()
-                .and_then(|r| r.schemes.values().next())
-                .map(|l| l.list.clone())
-                .unwrap_or_default();
+            };
+            let mut scopes = primary.scopes.to_vec();
             scopes.sort();
             format!(
                 "auth = {{ type = \"oauth2_client_credentials\", token_url = {}, \
                  client_id_env = {}, client_secret_env = {}, scopes = {} }}\n",
-                toml_str(&token_url),
-                toml_str(&env_name(id, "CLIENT_ID")),
-                toml_str(&env_name(id, "CLIENT_SECRET")),
+                quote(token_url),
+                quote(&env_name(id, "CLIENT_ID")),
+                quote(&env_name(id, "CLIENT_SECRET")),
                 toml_list(&scopes)
             )
         }
-        Some(_) => "# auth: the hub presents no client certificate or other credential of this \
-                    kind; front the agent where it trusts the hub's network instead\n"
+        _ => "# auth: the hub presents no client certificate or other credential of this \
+              kind; front the agent where it trusts the hub's network instead\n"
             .into(),
     }
 }
@@ -106,9 +91,9 @@ pub fn toml_entry(card: &v1::AgentCard, id: &str, card_url: &str) -> anyhow::Res
          # while the hub runs: `heddle agents add --file THIS_FILE`. Secrets are named, never\n\
          # written: the hub reads them from --secrets-file or the environment.\n\n\
          [[agents]]\nid = {}\nkind = \"remote\"\ncard_url = {}\n",
-        card.name,
-        toml_str(id),
-        toml_str(card_url)
+        super::spec::one_line(&card.name),
+        quote(id),
+        quote(card_url)
     );
     if plain_http {
         out.push_str(
@@ -141,14 +126,25 @@ pub struct Pricing {
     pub currency: String,
 }
 
-/// The a2ahub manifest of the agent, checked against the hub's manifest schema.
+/// The authorization endpoint of an OAuth 2.0 authorization-code flow.
+fn authorize_url(o: &v1::OAuth2SecurityScheme) -> Option<&str> {
+    match o.flows.as_ref()?.flow.as_ref()? {
+        v1::o_auth_flows::Flow::AuthorizationCode(f) if !f.authorization_url.is_empty() => {
+            Some(&f.authorization_url)
+        }
+        _ => None,
+    }
+}
+
+/// The a2ahub manifest of the agent, checked against the hub's manifest
+/// schema, with notes on what it leaves out.
 pub fn manifest(
     card: &v1::AgentCard,
     endpoint: &str,
     input_schema: &Value,
     output_schema: &Value,
     pricing: &Pricing,
-) -> anyhow::Result<Value> {
+) -> anyhow::Result<(Value, Vec<String>)> {
     if !endpoint.starts_with("https://") {
         bail!(
             "an a2ahub manifest's endpoint must be https, and this agent is at {endpoint}: \
@@ -175,22 +171,19 @@ pub fn manifest(
     if let Some(icon) = card.icon_url.as_ref().filter(|u| !u.is_empty()) {
         doc["avatar_url"] = icon.clone().into();
     }
-    let scheme = card
-        .security_schemes
-        .values()
-        .next()
-        .and_then(|s| s.scheme.as_ref());
-    match scheme {
+    let mut notes = Vec::new();
+    match primary_scheme(card).map(|p| p.scheme) {
         Some(Scheme::ApiKeySecurityScheme(k)) => {
             doc["auth"] = json!({"type": "api_key", "api_key_header": k.name});
         }
-        Some(Scheme::Oauth2SecurityScheme(o)) => {
-            if let Some(v1::o_auth_flows::Flow::ClientCredentials(c)) =
-                o.flows.as_ref().and_then(|f| f.flow.as_ref())
-            {
-                doc["auth"] = json!({"type": "oauth2", "oauth2_authorize_url": c.token_url});
-            }
-        }
+        Some(Scheme::Oauth2SecurityScheme(o)) => match authorize_url(o) {
+            Some(url) => doc["auth"] = json!({"type": "oauth2", "oauth2_authorize_url": url}),
+            None => notes.push(
+                "the manifest has no auth: its OAuth 2.0 flow has no authorize URL (a token \
+                 URL is not one); callers get tokens as BLUEPRINT.md says"
+                    .to_owned(),
+            ),
+        },
         _ => {}
     }
     if let Err(violations) = heddle_hub::manifest::validate(&doc) {
@@ -200,7 +193,7 @@ pub fn manifest(
             lines.join("\n  ")
         );
     }
-    Ok(doc)
+    Ok((doc, notes))
 }
 
 /// The hub's input and output schemas for an existing card: any JSON
@@ -226,11 +219,65 @@ pub fn schemas_from_card(card: &v1::AgentCard) -> (Value, Value) {
     (pick(json_in), pick(json_out))
 }
 
-/// The manifest's endpoint for a card: its preferred interface's URL.
-pub fn endpoint_of(card: &v1::AgentCard) -> anyhow::Result<String> {
-    card.supported_interfaces
-        .iter()
-        .find(|i| i.url.starts_with("https://"))
-        .map(|i| i.url.clone())
-        .context("the card lists no https interface")
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A card with these `securitySchemes`, requiring `required`.
+    fn card(schemes: Value, required: &str) -> v1::AgentCard {
+        serde_json::from_value(json!({
+            "name": "Test agent", "description": "d", "version": "1.0.0",
+            "supportedInterfaces": [{"url": "https://a.example/a2a",
+                "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+            "capabilities": {},
+            "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+            "skills": [{"id": "s", "name": "S", "description": "d", "tags": ["t"]}],
+            "securitySchemes": schemes,
+            "securityRequirements": [{"schemes": {required: {"list": []}}}]
+        }))
+        .expect("card")
+    }
+
+    fn manifest_of(card: &v1::AgentCard) -> (Value, Vec<String>) {
+        let any = json!({"$schema": super::super::schema::DIALECT, "type": "object"});
+        let pricing = Pricing {
+            model: "per_task".into(),
+            rate: 0.0,
+            currency: "USD".into(),
+        };
+        manifest(card, "https://a.example", &any, &any, &pricing).expect("manifest")
+    }
+
+    const CLIENT_CREDENTIALS: &str = "https://idp.example/token";
+
+    fn oauth() -> Value {
+        json!({"oauth2SecurityScheme": {"flows": {"clientCredentials": {
+            "tokenUrl": CLIENT_CREDENTIALS, "scopes": {}}}}})
+    }
+
+    /// A card declaring an OAuth scheme first (by name) but requiring its
+    /// API key: every file describes the API key.
+    #[test]
+    fn the_blueprint_entry_and_manifest_name_the_required_scheme() {
+        let card = card(
+            json!({"aaa": oauth(),
+                   "key": {"apiKeySecurityScheme": {"location": "header", "name": "X-Key"}}}),
+            "key",
+        );
+        let card_url = "https://a.example/.well-known/agent-card.json";
+        let entry = toml_entry(&card, "two", card_url).expect("entry");
+        assert!(entry.contains("header = \"X-Key\""), "{entry}");
+        let (doc, notes) = manifest_of(&card);
+        assert_eq!(doc["auth"]["api_key_header"], "X-Key", "{doc}");
+        assert!(notes.is_empty());
+        let page = super::super::blueprint::render(&card, card_url, &Default::default());
+        assert!(page.contains("X-Key: $A2A_API_KEY"), "{page}");
+    }
+
+    #[test]
+    fn a_token_url_is_not_an_authorize_url() {
+        let (doc, notes) = manifest_of(&card(json!({"o": oauth()}), "o"));
+        assert!(doc.get("auth").is_none(), "{doc}");
+        assert_eq!(notes.len(), 1);
+    }
 }

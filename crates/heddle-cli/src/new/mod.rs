@@ -188,13 +188,32 @@ fn out_dir(args: &AgentArgs, slug: &str) -> PathBuf {
     args.out.clone().unwrap_or_else(|| PathBuf::from(slug))
 }
 
+/// The hub's id for the agent: `--id` as given, else the hub's slug of its
+/// name (cut to the longest id the hub takes); either way checked by the
+/// hub's own rule.
+fn agent_id(given: Option<&str>, name: &str) -> anyhow::Result<String> {
+    use heddle_hub::registry::{MAX_ID_LEN, check_id, slug};
+    let id = match given {
+        Some(id) => id.trim().to_owned(),
+        None => {
+            let mut s = slug(name);
+            s.truncate(MAX_ID_LEN);
+            let s = s.trim_end_matches('-');
+            if s.is_empty() {
+                "agent".into()
+            } else {
+                s.to_owned()
+            }
+        }
+    };
+    check_id(&id).with_context(|| format!("--id {id:?}"))?;
+    Ok(id)
+}
+
 /// Makes every file in memory, checks them, then writes them.
 fn new_agent(args: &AgentArgs, spec: &AgentSpec, target: Target) -> anyhow::Result<ExitCode> {
     spec.check()?;
-    let id = match &args.id {
-        Some(id) => spec::skill_id(id).context("--id")?,
-        None => spec.slug(),
-    };
+    let id = agent_id(args.id.as_deref(), &spec.name)?;
     let signing = signing(args)?;
     let card = card::build(spec);
     let (v1_doc, v03_doc) = card::documents(&card, spec.v03, signing.as_ref())?;
@@ -233,13 +252,16 @@ fn new_agent(args: &AgentArgs, spec: &AgentSpec, target: Target) -> anyhow::Resu
         )),
         Target::Manifest => {
             let output = schema::output_schema(spec);
-            let doc = hub::manifest(
+            let (doc, notes) = hub::manifest(
                 &card,
                 &spec.base_url,
                 &skills_schema,
                 &output,
                 &pricing(args),
             )?;
+            for note in notes {
+                eprintln!("note: {note}");
+            }
             files.push(("manifest.json".into(), pretty(&doc)?));
         }
     }
@@ -262,42 +284,46 @@ fn new_agent(args: &AgentArgs, spec: &AgentSpec, target: Target) -> anyhow::Resu
 /// with `--target manifest`) of an existing agent.
 async fn from_card(args: &AgentArgs) -> anyhow::Result<ExitCode> {
     let source = args.from_card.as_deref().unwrap_or_default();
-    let text = crate::card::read_source(source, &args.conn).await?;
+    let (text, fetched) = crate::card::fetch_source(source, &args.conn).await?;
+    let given = match &args.url {
+        Some(u) => Some(spec::endpoint(u, true, "--url")?),
+        None => None,
+    };
+    // Where the card is: the URL it was fetched from, else (a file) under
+    // --url; and the agent's base URL: --url, else the fetched URL without
+    // its well-known path. An interface URL is never taken for either.
+    let (card_url, base) = match (fetched, given) {
+        (Some(fetched), given) => {
+            let base = match given {
+                Some(base) => base,
+                None => heddle_server::CARD_PATHS
+                    .iter()
+                    .find_map(|p| fetched.strip_suffix(p))
+                    .map(str::to_owned)
+                    .with_context(|| {
+                        format!(
+                            "{fetched} is not at a well-known card path: pass --url with the \
+                             agent's base URL"
+                        )
+                    })?,
+            };
+            (fetched, base)
+        }
+        (None, Some(base)) => (blueprint::card_url(&base), base),
+        (None, None) => bail!(
+            "--from-card {source} reads a card from a file, which does not say where the \
+             agent is: pass --url with its base URL (the card being at \
+             URL/.well-known/agent-card.json)"
+        ),
+    };
     let doc: serde_json::Value = serde_json::from_str(&text).context("the card is not JSON")?;
     let found = card::problems(&doc);
     if !found.is_empty() {
         bail!("the card is not valid:\n  {}", found.join("\n  "));
     }
-    let card = heddle_core::card::parse_card(&doc)?;
-    let is_url = source.starts_with("https://") || source.starts_with("http://");
-    let base = if is_url {
-        source
-            .trim_end_matches('/')
-            .strip_suffix(heddle_server::CARD_PATHS[0])
-            .or_else(|| {
-                source
-                    .trim_end_matches('/')
-                    .strip_suffix(heddle_server::CARD_PATHS[1])
-            })
-            .unwrap_or(source.trim_end_matches('/'))
-            .to_owned()
-    } else if let Some(u) = &args.url {
-        spec::endpoint(u, true, "--url")?
-    } else {
-        hub::endpoint_of(&card).or_else(|_| {
-            card.supported_interfaces
-                .first()
-                .map(|i| i.url.trim_end_matches('/').to_owned())
-                .context("the card lists no interface")
-        })?
-    };
-    let card_url = blueprint::card_url(&base);
-    let slug = spec::slug(&card.name);
-    let id = match &args.id {
-        Some(id) => spec::skill_id(id).context("--id")?,
-        None if slug.is_empty() => "agent".into(),
-        None => slug.clone(),
-    };
+    let card = card::one_line(&heddle_core::card::parse_card(&doc)?)?;
+    let slug = heddle_hub::registry::slug(&card.name);
+    let id = agent_id(args.id.as_deref(), &card.name)?;
     let mut files = vec![(
         "BLUEPRINT.md".to_owned(),
         blueprint::render(&card, &card_url, &blueprint::Notes::default()),
@@ -305,7 +331,10 @@ async fn from_card(args: &AgentArgs) -> anyhow::Result<ExitCode> {
     match args.target.unwrap_or(Target::HubToml) {
         Target::Manifest => {
             let (input, output) = hub::schemas_from_card(&card);
-            let doc = hub::manifest(&card, &base, &input, &output, &pricing(args))?;
+            let (doc, notes) = hub::manifest(&card, &base, &input, &output, &pricing(args))?;
+            for note in notes {
+                eprintln!("note: {note}");
+            }
             files.push(("manifest.json".into(), pretty(&doc)?));
         }
         Target::HubToml => files.push((
@@ -349,6 +378,15 @@ fn signing(args: &AgentArgs) -> anyhow::Result<Option<card::Signing>> {
         key,
         jku: args.sign_jku.clone(),
     }))
+}
+
+/// `s` as a TOML basic string, for every TOML file written here: JSON's
+/// escapes are TOML's, and DEL, which JSON leaves as it is and TOML does
+/// not allow, is escaped too.
+fn quote(s: &str) -> String {
+    serde_json::to_string(s)
+        .unwrap_or_else(|_| "\"\"".into())
+        .replace('\u{7f}', "\\u007F")
 }
 
 fn pretty(v: &serde_json::Value) -> anyhow::Result<String> {

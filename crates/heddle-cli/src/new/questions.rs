@@ -223,7 +223,7 @@ pub fn ask<R: BufRead, W: Write>(
         match &mut a.form {
             Some(f) => loop {
                 let suggested = if skills.is_empty() {
-                    spec::slug(&name)
+                    heddle_hub::registry::slug(&name)
                 } else {
                     String::new()
                 };
@@ -235,7 +235,7 @@ pub fn ask<R: BufRead, W: Write>(
             None => {
                 // One skill standing for the whole agent.
                 let mut s = SkillSpec {
-                    id: spec::slug(&name),
+                    id: heddle_hub::registry::slug(&name),
                     name: name.clone(),
                     description: description.clone(),
                     ..Default::default()

@@ -39,21 +39,25 @@ fn output_of(s: &SkillSpec) -> Option<Value> {
 }
 
 /// `$defs` with each skill's input and output schemas, without their own
-/// `$schema` (the document names the dialect once).
+/// `$schema` (the document names the dialect once). Each is its own schema
+/// resource, with an `$id` (`urn:heddle:skill:{id}:input`, unless it names
+/// one already), so the `#/$defs/…` references written inside it resolve in
+/// it rather than in the skills schema around it.
 fn defs(spec: &AgentSpec) -> Map<String, Value> {
     let mut defs = Map::new();
-    let strip = |mut v: Value| {
+    let resource = |mut v: Value, id: String| {
         if let Value::Object(o) = &mut v {
             o.remove("$schema");
+            o.entry("$id").or_insert(id.into());
         }
         v
     };
     for s in &spec.skills {
-        if let Some(v) = input_of(s) {
-            defs.insert(format!("{}.input", s.id), strip(v));
-        }
-        if let Some(v) = output_of(s) {
-            defs.insert(format!("{}.output", s.id), strip(v));
+        for (side, schema) in [("input", input_of(s)), ("output", output_of(s))] {
+            if let Some(v) = schema {
+                let id = format!("urn:heddle:skill:{}:{side}", s.id);
+                defs.insert(format!("{}.{side}", s.id), resource(v, id));
+            }
         }
     }
     defs
@@ -151,5 +155,30 @@ mod tests {
             ..Default::default()
         }]);
         assert_eq!(skills_schema(&without)["not"], json!({}));
+    }
+
+    #[test]
+    fn a_skill_schema_keeps_its_local_refs() {
+        let local = json!({
+            "$defs": {"city": {"type": "string"}},
+            "type": "object",
+            "required": ["city"],
+            "properties": {"city": {"$ref": "#/$defs/city"}}
+        });
+        let with = spec(vec![SkillSpec {
+            id: "q".into(),
+            input_schema: Some(local),
+            ..Default::default()
+        }]);
+        let doc = skills_schema(&with);
+        assert_eq!(doc["$defs"]["q.input"]["$id"], "urn:heddle:skill:q:input");
+        let check = heddle_hub::manifest::InputCheck::from_schema(&doc).expect("compiles");
+        let message = |data: Value| -> heddle_core::v1::Message {
+            serde_json::from_value(json!({"messageId": "m", "role": "ROLE_USER",
+                "parts": [{"data": data}]}))
+            .expect("a message")
+        };
+        assert!(check.check(&message(json!({"city": "Paris"}))).is_ok());
+        assert!(check.check(&message(json!({"city": 5}))).is_err());
     }
 }

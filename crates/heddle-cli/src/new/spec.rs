@@ -127,6 +127,14 @@ pub fn text(answer: &str, what: &str) -> anyhow::Result<String> {
     Ok(t.to_owned())
 }
 
+/// `s` with every control character (newlines included) made a space: text
+/// from a card someone else wrote, fit for a TOML comment or a Markdown line.
+pub fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
 /// A skill id: no spaces; letters, digits, `.`, `_` and `-`.
 pub fn skill_id(answer: &str) -> anyhow::Result<String> {
     let t = answer.trim();
@@ -134,7 +142,10 @@ pub fn skill_id(answer: &str) -> anyhow::Result<String> {
         bail!("a skill id must not be empty");
     }
     if t.chars().any(char::is_whitespace) {
-        bail!("a skill id cannot contain spaces (try {:?})", slug(t));
+        bail!(
+            "a skill id cannot contain spaces (try {:?})",
+            heddle_hub::registry::slug(t)
+        );
     }
     if let Some(c) = t
         .chars()
@@ -145,42 +156,61 @@ pub fn skill_id(answer: &str) -> anyhow::Result<String> {
     Ok(t.to_owned())
 }
 
-/// `text` lower-cased with every run of other characters made one `-`.
-pub fn slug(text: &str) -> String {
-    let mut out = String::new();
-    for c in text.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('-') && !out.is_empty() {
-            out.push('-');
-        }
-    }
-    out.trim_end_matches('-').to_owned()
-}
-
-/// A Semantic Versioning core version (`1.0.0`, pre-release allowed).
+/// A Semantic Versioning 2.0.0 version: `MAJOR.MINOR.PATCH`, then an
+/// optional `-pre.release` and `+build.metadata`, each a dot-separated list
+/// of non-empty `[0-9A-Za-z-]` identifiers (numeric pre-release identifiers
+/// without leading zeros).
 pub fn version(answer: &str) -> anyhow::Result<String> {
     let t = answer.trim();
-    let core = t.split(['-', '+']).next().unwrap_or("");
-    let parts: Vec<&str> = core.split('.').collect();
-    let numeric = |p: &&str| {
+    let (rest, build) = match t.split_once('+') {
+        Some((rest, build)) => (rest, Some(build)),
+        None => (t, None),
+    };
+    let (core, pre) = match rest.split_once('-') {
+        Some((core, pre)) => (core, Some(pre)),
+        None => (rest, None),
+    };
+    let number = |p: &str| {
         !p.is_empty()
-            && p.chars().all(|c| c.is_ascii_digit())
+            && p.bytes().all(|c| c.is_ascii_digit())
             && (p.len() == 1 || !p.starts_with('0'))
     };
-    if parts.len() != 3 || !parts.iter().all(numeric) {
+    let parts: Vec<&str> = core.split('.').collect();
+    if parts.len() != 3 || !parts.iter().all(|p| number(p)) {
         bail!("a version is MAJOR.MINOR.PATCH, like 1.0.0");
+    }
+    let identifiers = |list: &str| {
+        list.split('.')
+            .all(|i| !i.is_empty() && i.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-'))
+    };
+    if let Some(pre) = pre {
+        let leading_zero = pre
+            .split('.')
+            .any(|i| i.bytes().all(|c| c.is_ascii_digit()) && !number(i));
+        if !identifiers(pre) || leading_zero {
+            bail!(
+                "a pre-release (after '-') is dot-separated identifiers of letters, digits and \
+                 '-', like 1.0.0-rc.1 (numbers without leading zeros)"
+            );
+        }
+    }
+    if let Some(build) = build
+        && !identifiers(build)
+    {
+        bail!(
+            "build metadata (after '+') is dot-separated identifiers of letters, digits and '-', \
+             like 1.0.0+build.5"
+        );
     }
     Ok(t.to_owned())
 }
 
-/// A comma-separated list of non-empty items.
+/// A comma-separated list of non-empty items, each one line ([`one_line`]).
 pub fn list(answer: &str) -> Vec<String> {
     answer
         .split(',')
-        .map(str::trim)
+        .map(|s| one_line(s).trim().to_owned())
         .filter(|s| !s.is_empty())
-        .map(str::to_owned)
         .collect()
 }
 
@@ -316,9 +346,9 @@ impl AgentSpec {
         union(self.skills.iter().map(|s| &s.output_modes))
     }
 
-    /// A file- and crate-safe name for the agent.
+    /// A file- and crate-safe name for the agent (the hub's slug of its name).
     pub fn slug(&self) -> String {
-        let s = slug(&self.name);
+        let s = heddle_hub::registry::slug(&self.name);
         if s.is_empty() { "agent".into() } else { s }
     }
 }
@@ -358,11 +388,31 @@ mod tests {
             Some("https://a.example/x")
         );
         assert!(version("1.0").is_err());
-        assert!(version("1.2.3-rc.1").is_ok());
+        for good in [
+            "1.2.3-rc.1",
+            "1.0.0-alpha-1.0+exp.sha.5114f85",
+            "1.0.0+001",
+            "0.1.0",
+        ] {
+            assert!(version(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "1.0.0-",
+            "1.0.0-rc..1",
+            "1.0.0-rc.01",
+            "1.0.0+",
+            "1.0.0+a..b",
+            "1.0.0-rc\"x",
+            "1.0.0+b\nc",
+            "1.0.0-a b",
+            "01.0.0",
+        ] {
+            assert!(version(bad).is_err(), "{bad:?}");
+        }
         assert!(media_types("text/plain, application/json").is_ok());
         assert!(media_types("text").is_err());
+        assert_eq!(list("a\n[x], b,\t"), ["a [x]", "b"]);
         assert!(grpc_addr("h:50051").is_ok());
         assert!(grpc_addr("h").is_err());
-        assert_eq!(slug("Weather Bot!"), "weather-bot");
     }
 }

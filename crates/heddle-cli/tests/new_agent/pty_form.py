@@ -5,7 +5,8 @@ SCRIPT.json is a list of [expected, answer] pairs: wait until the program's
 output (since the last answer) contains `expected`, then type `answer` and
 Enter. After the last pair, wait for the program to exit. The whole
 transcript goes to stdout; the exit status is the program's (3 when an
-expected text did not appear within 30 s).
+expected text did not appear within 30 s, 4 when it did not exit within
+60 s of the last answer; either way the program is killed and reaped).
 """
 
 import json
@@ -46,13 +47,27 @@ def main() -> int:
                 sys.stdout.write(transcript.decode(errors='replace'))
                 sys.stdout.write(f'\n[pty_form: never saw {expected!r}]\n')
                 os.kill(pid, 9)
+                os.waitpid(pid, 0)
                 return 3
         seen = transcript.index(want, seen) + len(want)
         os.write(fd, answer.encode() + b'\n')
     deadline = time.time() + 60
     while time.time() < deadline and read_some(deadline):
         pass
-    _, status = os.waitpid(pid, 0)
+    # Output ended (or the deadline passed): give the program until the
+    # deadline to exit, then kill it, so neither this script nor the
+    # program outlives the test.
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.time() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            sys.stdout.write(transcript.decode(errors='replace'))
+            sys.stdout.write('\n[pty_form: the program did not exit within 60 s]\n')
+            return 4
+        time.sleep(0.05)
     sys.stdout.write(transcript.decode(errors='replace'))
     return os.waitstatus_to_exitcode(status)
 
