@@ -42,6 +42,7 @@ mod builder;
 pub mod config;
 mod discovery;
 mod live;
+pub mod llm;
 pub mod manifest;
 pub mod registry;
 pub mod remote;
@@ -136,6 +137,9 @@ pub enum RegistryError {
     /// The upstream agent could not be reached or answered badly.
     #[error("upstream agent: {0}")]
     Upstream(String),
+    /// An LLM agent cannot be built (its API key's secret is not set).
+    #[error("llm agent: {0}")]
+    Llm(String),
     /// The registry could not be read or written.
     #[error("registry store: {0}")]
     Store(#[from] StoreError),
