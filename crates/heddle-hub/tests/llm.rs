@@ -47,6 +47,8 @@ enum Reply {
     Error(u16, &'static str, Option<&'static str>),
     /// Text chunks every 20 ms, never ending.
     Endless,
+    /// One text chunk, then the body ends: no finish reason, no `[DONE]`.
+    CutShort,
 }
 
 #[derive(Default)]
@@ -181,6 +183,10 @@ async fn completions(
             }
             r
         }
+        Reply::CutShort => sse(vec![chunk(
+            json!({"role": "assistant", "content": "Half"}),
+            None,
+        )]),
         Reply::Endless => {
             let guard = CloseGuard(s.clone());
             let first = chunk(json!({"role": "assistant", "content": ""}), None);
@@ -497,6 +503,25 @@ async fn ask_user_waits_for_input_and_the_reply_continues() {
     assert_eq!(usage["promptTokens"], 31);
     assert_eq!(usage["completionTokens"], 8);
     assert_eq!(usage["calls"], 2);
+
+    // A later task of the context sees the exchange in the order it was said.
+    s.script([Reply::Text(vec!["Yes."])]);
+    send(
+        &client,
+        request(vec![v1::Part::text("Umbrella?")], &asked.context_id, ""),
+    )
+    .await;
+    assert_eq!(
+        messages(&s.requests()[2]),
+        [
+            said("system", "You are terse."),
+            said("user", "What's the weather?"),
+            said("assistant", "Which city?"),
+            said("user", "Paris"),
+            said("assistant", "Sunny in Paris."),
+            said("user", "Umbrella?"),
+        ]
+    );
 }
 
 #[tokio::test]
@@ -557,6 +582,16 @@ async fn an_upstream_500_fails_the_task_with_a_reason_and_no_key() {
 }
 
 #[tokio::test]
+async fn a_stream_cut_short_fails_the_task() {
+    let (s, client) = hub().await;
+    s.script([Reply::CutShort]);
+    let task = send(&client, text("Hi")).await;
+    assert_eq!(state(&task), v1::TaskState::Failed);
+    let why = status_text(&task);
+    assert!(why.contains("ended before the answer did"), "{why}");
+}
+
+#[tokio::test]
 async fn an_unreachable_endpoint_fails_the_task_saying_so() {
     // A port nothing listens on.
     let (l, base) = listener().await;
@@ -614,6 +649,7 @@ async fn cancel_closes_the_upstream_stream_within_100_ms() {
         tokio::time::sleep(Duration::from_millis(2)).await;
     };
     let took = closed.saturating_duration_since(asked);
+    eprintln!("the stand-in saw the stream closed {took:?} after the cancel was sent");
     assert!(
         took < Duration::from_millis(100),
         "closed {took:?} after the cancel"

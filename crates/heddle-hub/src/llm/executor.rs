@@ -126,9 +126,11 @@ impl LlmAgent {
         })
     }
 
-    /// `text` with the API key replaced by `***`.
+    /// `text` with the API key replaced by `***`, and the endpoint shown
+    /// without its query (which some deployments put a key in).
     fn scrub(&self, text: &str) -> String {
-        crate::remote::scrub_secrets(text, self.key.as_slice())
+        let text = text.replace(&self.endpoint, &crate::remote::shown_url(&self.endpoint));
+        crate::remote::scrub_secrets(&text, self.key.as_slice())
     }
 
     async fn run(&self, ctx: &RequestContext, events: &TaskEvents) -> Result<(), String> {
@@ -247,8 +249,9 @@ impl LlmAgent {
         let mut stream = response.bytes_stream();
         let mut sse = SseDecoder::new(MAX_EVENT_BYTES);
         let mut finish: Option<String> = None;
-        let mut done = false;
-        while !done {
+        // `[DONE]` seen, or the body ended.
+        let (mut done, mut ended) = (false, false);
+        while !done && !ended {
             let wait = IDLE_TIMEOUT.min(deadline.saturating_duration_since(Instant::now()));
             let next = tokio::time::timeout(wait, stream.next())
                 .await
@@ -262,7 +265,7 @@ impl LlmAgent {
                     )));
                 }
                 None => {
-                    done = true;
+                    ended = true;
                     sse.finish().map(|d| d.into_iter().collect())
                 }
             }
@@ -304,7 +307,7 @@ impl LlmAgent {
                 }
             }
         }
-        if finish.is_none() && !done {
+        if !done && finish.is_none() {
             return Err("the model endpoint's stream ended before the answer did".to_owned());
         }
         answer.finish(finish.as_deref()).await
