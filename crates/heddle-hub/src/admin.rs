@@ -225,7 +225,10 @@ fn registry_error(e: &RegistryError) -> Response {
             StatusCode::BAD_REQUEST,
             "Invalid registration",
             &e.to_string(),
-            Some(json!([{ "pointer": format!("/{}", e.field), "detail": e.problem }])),
+            // `llm.model` is the pointer `/llm/model`.
+            Some(
+                json!([{ "pointer": format!("/{}", e.field.replace('.', "/")), "detail": e.problem }]),
+            ),
         ),
         RegistryError::Manifest(violations) => {
             let violations: Vec<crate::manifest::Violation> = violations

@@ -361,6 +361,36 @@ mod tests {
     }
 
     #[test]
+    fn an_llm_entry_reads_from_toml_and_is_checked_whole() {
+        let e: AgentEntry = toml::from_str(
+            r#"
+            id = "writer"
+            kind = "llm"
+            [llm]
+            model = "gpt-4o-mini"
+            base_url = "https://api.openai.com/v1"
+            api_key_env = "OPENAI_API_KEY"
+            "#,
+        )
+        .expect("entry");
+        assert_eq!(e.kind, AgentKind::Llm);
+        assert!(e.check().is_ok());
+        let mut no_settings = e.clone();
+        no_settings.llm = None;
+        assert_eq!(no_settings.check().map_err(|e| e.field), Err("llm"));
+        let mut bad_url = e.clone();
+        if let Some(l) = bad_url.llm.as_mut() {
+            l.base_url = "http://llm.example/v1".into();
+        }
+        assert_eq!(bad_url.check().map_err(|e| e.field), Err("llm.base_url"));
+        bad_url.allow_http = true;
+        assert!(bad_url.check().is_ok());
+        let mut builtin = AgentEntry::builtin("echo", "echo");
+        builtin.llm = e.llm;
+        assert_eq!(builtin.check().map_err(|e| e.field), Err("llm"));
+    }
+
+    #[test]
     fn entries_round_trip_as_json_and_refuse_unknown_fields() {
         let mut e = AgentEntry::builtin("echo", "echo");
         e.tags = vec!["demo".into()];
