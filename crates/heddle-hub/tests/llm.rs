@@ -49,6 +49,8 @@ enum Reply {
     Endless,
     /// One text chunk, then the body ends: no finish reason, no `[DONE]`.
     CutShort,
+    /// Stopped by the endpoint's content filter, with usage.
+    Filtered,
 }
 
 #[derive(Default)]
@@ -183,6 +185,12 @@ async fn completions(
             }
             r
         }
+        Reply::Filtered => sse(vec![
+            chunk(json!({"role": "assistant", "content": ""}), None),
+            chunk(json!({}), Some("content_filter")),
+            usage_chunk(9, 0),
+            "data: [DONE]\n\n".to_owned(),
+        ]),
         Reply::CutShort => sse(vec![chunk(
             json!({"role": "assistant", "content": "Half"}),
             None,
@@ -579,6 +587,18 @@ async fn an_upstream_500_fails_the_task_with_a_reason_and_no_key() {
     assert!(!why.contains(KEY), "{why}");
     let all = format!("{task:?}");
     assert!(!all.contains(KEY), "the key is nowhere in the task");
+}
+
+#[tokio::test]
+async fn a_filtered_answer_fails_the_task_and_still_records_usage() {
+    let (s, client) = hub().await;
+    s.script([Reply::Filtered]);
+    let task = send(&client, text("Hi")).await;
+    assert_eq!(state(&task), v1::TaskState::Failed);
+    let why = status_text(&task);
+    assert!(why.contains("content filter"), "{why}");
+    let usage = &task.metadata.as_ref().expect("metadata").0[USAGE_KEY];
+    assert_eq!(usage["promptTokens"], 9);
 }
 
 #[tokio::test]

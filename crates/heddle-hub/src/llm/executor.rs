@@ -53,7 +53,8 @@ const HISTORY_TASKS: u32 = 100;
 ///   it, the task waits in INPUT_REQUIRED with the question, and the reply
 ///   continues the conversation.
 /// * The tokens used are summed on the task's metadata under
-///   [`USAGE_KEY`], before the status that ends the turn.
+///   [`USAGE_KEY`], before the status that ends the turn, also when the
+///   answer is refused after the endpoint reported them.
 /// * `ctx.cancel` drops the call at once, which closes the connection.
 /// * A 429 is retried after its `Retry-After` (seconds or an HTTP date;
 ///   else a backoff from 0.5 s, doubling) while the turn's deadline
@@ -79,11 +80,12 @@ impl std::fmt::Debug for LlmAgent {
     }
 }
 
-/// What one call produced.
-#[derive(Default)]
+/// What one call produced: the tokens it used, reported even when the
+/// answer is refused (a content filter, a refusal, a bad tool call), and
+/// the answer: a question for the caller, or none (the text is published).
 struct Outcome {
     usage: Option<Usage>,
-    question: Option<String>,
+    answer: Result<Option<String>, String>,
 }
 
 impl LlmAgent {
@@ -169,7 +171,7 @@ impl LlmAgent {
                 .await
                 .map_err(|e| e.to_string())?;
         }
-        match outcome.question {
+        match outcome.answer? {
             Some(q) => events.input_required(&q).await,
             None => events.complete(None).await,
         }
@@ -310,7 +312,7 @@ impl LlmAgent {
         if !done && finish.is_none() {
             return Err("the model endpoint's stream ended before the answer did".to_owned());
         }
-        answer.finish(finish.as_deref()).await
+        Ok(answer.finish(finish.as_deref()).await)
     }
 
     /// Sends the request, retrying 429s within the deadline.
@@ -481,9 +483,17 @@ impl<'a> Answer<'a> {
             .map_err(|e| e.to_string())
     }
 
-    /// The end of the stream: the last chunk (or the one artifact), and
-    /// what the model asked for.
-    async fn finish(mut self, reason: Option<&str>) -> Result<Outcome, String> {
+    /// The end of the stream: the answer, and the tokens used.
+    async fn finish(mut self, reason: Option<&str>) -> Outcome {
+        let answer = self.settle(reason).await;
+        Outcome {
+            usage: self.usage,
+            answer,
+        }
+    }
+
+    /// The last chunk (or the one artifact), and what the model asked for.
+    async fn settle(&mut self, reason: Option<&str>) -> Result<Option<String>, String> {
         if !self.refusal.is_empty() {
             return Err(format!("the model refused: {}", self.refusal));
         }
@@ -526,10 +536,7 @@ impl<'a> Answer<'a> {
                 _ => "the model answered nothing".to_owned(),
             });
         }
-        Ok(Outcome {
-            usage: self.usage,
-            question,
-        })
+        Ok(question)
     }
 }
 
