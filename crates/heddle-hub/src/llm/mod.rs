@@ -20,6 +20,7 @@
 
 mod conversation;
 mod executor;
+mod retry;
 mod wire;
 
 use serde::{Deserialize, Serialize};
