@@ -24,9 +24,14 @@ pub(crate) const INPUT_MODES: &[&str] = &[
     "image/gif",
 ];
 
-/// A message as chat content. A file part that is not an image URL is
-/// refused (`Err` names its media type) when `strict`, and else stands as
-/// a short note, so an old turn never fails a new one.
+/// Image media types whose bytes are sent inline, as a `data:` URL.
+const INLINE_IMAGES: &[&str] = &["image/png", "image/jpeg", "image/webp", "image/gif"];
+
+/// A message as chat content. Images go as vision parts: by URL (any
+/// `image/*` at an http(s) URL) or, for bytes of a type in
+/// [`INLINE_IMAGES`], as a `data:` URL. Any other file part is refused
+/// (`Err` names its media type) when `strict`, and else stands as a short
+/// note, so an old turn never fails a new one.
 pub(crate) fn content(message: &v1::Message, strict: bool) -> Result<Content, String> {
     let mut parts = Vec::new();
     for part in &message.parts {
@@ -43,6 +48,15 @@ pub(crate) fn content(message: &v1::Message, strict: bool) -> Result<Content, St
                     image_url: ImageUrl { url: url.clone() },
                 });
             }
+            Some(PartContent::Raw(bytes)) if INLINE_IMAGES.contains(&part.media_type.as_str()) => {
+                use base64::Engine as _;
+                let b64 = base64::engine::general_purpose::STANDARD.encode(bytes);
+                parts.push(ContentPart::ImageUrl {
+                    image_url: ImageUrl {
+                        url: format!("data:{};base64,{b64}", part.media_type),
+                    },
+                });
+            }
             Some(PartContent::Url(_) | PartContent::Raw(_)) => {
                 let media = if part.media_type.is_empty() {
                     "a file without a media type".to_owned()
@@ -56,7 +70,7 @@ pub(crate) fn content(message: &v1::Message, strict: bool) -> Result<Content, St
                 };
                 if strict {
                     return Err(format!(
-                        "unsupported part: {kind} of {media}; this agent takes text, data, and images by http(s) URL"
+                        "unsupported part: {kind} of {media}; this agent takes text, data, images by http(s) URL, and PNG, JPEG, WebP or GIF bytes"
                     ));
                 }
                 parts.push(ContentPart::Text {
@@ -200,6 +214,27 @@ mod tests {
         m.parts
             .push(v1::Part::url("https://img.example/a.png", "image/png"));
         assert!(matches!(content(&m, true), Ok(Content::Parts(p)) if p.len() == 3));
+        m.parts
+            .push(v1::Part::raw(vec![1, 2, 3], "image/png", "a.png"));
+        match content(&m, true) {
+            Ok(Content::Parts(p)) => assert_eq!(
+                p[3],
+                ContentPart::ImageUrl {
+                    image_url: ImageUrl {
+                        url: "data:image/png;base64,AQID".into()
+                    }
+                }
+            ),
+            other => panic!("{other:?}"),
+        }
+        let mut tiff = user("scan");
+        tiff.parts
+            .push(v1::Part::raw(vec![1], "image/tiff", "a.tif"));
+        assert!(
+            content(&tiff, true)
+                .expect_err("tiff")
+                .contains("image/tiff")
+        );
         m.parts
             .push(v1::Part::url("https://x.example/a.pdf", "application/pdf"));
         let err = content(&m, true).expect_err("pdf");
