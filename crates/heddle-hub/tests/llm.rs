@@ -51,6 +51,10 @@ enum Reply {
     CutShort,
     /// Stopped by the endpoint's content filter, with usage.
     Filtered,
+    /// Text chunks every 300 ms, never ending (past a short deadline).
+    Slow,
+    /// A whole `chat.completion` as JSON, as an endpoint ignoring `stream` would.
+    NotStreamed,
 }
 
 #[derive(Default)]
@@ -191,6 +195,22 @@ async fn completions(
             usage_chunk(9, 0),
             "data: [DONE]\n\n".to_owned(),
         ]),
+        Reply::NotStreamed => Json(json!({
+            "id": "chatcmpl-standin", "object": "chat.completion", "created": 1_700_000_000,
+            "model": "standin-model",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi"},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }))
+        .into_response(),
+        Reply::Slow => {
+            let stream = futures::stream::unfold(0u64, |n| async move {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                let piece = chunk(json!({"content": format!("slow{n} ")}), None);
+                Some((Ok::<_, Infallible>(Bytes::from(piece)), n + 1))
+            });
+            sse_body(Body::from_stream(stream))
+        }
         Reply::CutShort => sse(vec![chunk(
             json!({"role": "assistant", "content": "Half"}),
             None,
@@ -599,6 +619,36 @@ async fn a_filtered_answer_fails_the_task_and_still_records_usage() {
     assert!(why.contains("content filter"), "{why}");
     let usage = &task.metadata.as_ref().expect("metadata").0[USAGE_KEY];
     assert_eq!(usage["promptTokens"], 9);
+}
+
+#[tokio::test]
+async fn an_answer_past_the_deadline_or_not_streamed_fails_the_task_saying_so() {
+    let (s, base_url) = standin().await;
+    let mut settings = LlmSettings::new("standin-model", base_url);
+    settings.timeout_secs = 1;
+    let client = hub_with(
+        settings,
+        SecretSource::from_values(Vec::<(String, String)>::new()),
+    )
+    .await;
+    s.script([Reply::Slow, Reply::NotStreamed]);
+    let started = Instant::now();
+    let task = send(&client, text("Hi")).await;
+    assert_eq!(state(&task), v1::TaskState::Failed);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    let why = status_text(&task);
+    assert!(
+        why.contains("did not finish answering within the 1 s deadline"),
+        "{why}"
+    );
+    let task = send(&client, text("Hi")).await;
+    assert_eq!(state(&task), v1::TaskState::Failed);
+    let why = status_text(&task);
+    assert!(why.contains("not a stream"), "{why}");
 }
 
 #[tokio::test]

@@ -243,6 +243,18 @@ impl LlmAgent {
             tools: tools(),
         };
         let response = self.send(&body, deadline).await?;
+        let media = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        if !media.trim_start().starts_with("text/event-stream") {
+            return Err(format!(
+                "the model endpoint answered with {:?}, not a stream (text/event-stream); it must support \"stream\": true",
+                media.chars().take(100).collect::<String>()
+            ));
+        }
         let mut answer = Answer::new(events, streaming);
         let mut stream = response.bytes_stream();
         let mut sse = SseDecoder::new(MAX_EVENT_BYTES);
@@ -250,10 +262,16 @@ impl LlmAgent {
         // `[DONE]` seen, or the body ended.
         let (mut done, mut ended) = (false, false);
         while !done && !ended {
-            let wait = IDLE_TIMEOUT.min(deadline.saturating_duration_since(Instant::now()));
-            let next = tokio::time::timeout(wait, stream.next())
+            let left = deadline.saturating_duration_since(Instant::now());
+            let next = tokio::time::timeout(IDLE_TIMEOUT.min(left), stream.next())
                 .await
-                .map_err(|_| format!("the model endpoint sent nothing for {wait:?}"))?;
+                .map_err(|_| {
+                    if left <= IDLE_TIMEOUT {
+                        self.timed_out()
+                    } else {
+                        format!("the model endpoint sent nothing for {IDLE_TIMEOUT:?}")
+                    }
+                })?;
             let datas = match next {
                 Some(Ok(bytes)) => sse.push(&bytes),
                 Some(Err(e)) => {
@@ -365,7 +383,7 @@ impl LlmAgent {
 
     fn timed_out(&self) -> String {
         format!(
-            "the model endpoint did not answer within the {} s deadline",
+            "the model endpoint did not finish answering within the {} s deadline",
             self.settings.timeout_secs
         )
     }
