@@ -800,6 +800,58 @@ async fn a_missing_key_secret_is_refused_at_registration() {
     assert!(err.to_string().contains("llm.base_url"), "{err}");
 }
 
+/// The official Python client, through the hub, when
+/// `tests/interop/setup.sh` has installed it: send, stream, ask_user
+/// (`tests/interop/python/hub_llm_flows.py`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_python_client_sends_streams_and_answers_through_the_hub() {
+    let interop = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop");
+    let python = interop.join(".venv/bin/python");
+    if !python.exists() {
+        assert!(
+            std::env::var("HEDDLE_REQUIRE_INTEROP").as_deref() != Ok("1"),
+            "HEDDLE_REQUIRE_INTEROP=1 but {} is missing: run tests/interop/setup.sh",
+            python.display()
+        );
+        println!(
+            "skipped: the Python client flows need tests/interop/setup.sh (no {})",
+            python.display()
+        );
+        return;
+    }
+    let (s, client) = hub().await;
+    s.script([
+        Reply::Text(vec!["Hello", ", ", "world."]),
+        Reply::Text(vec!["One", " two", " three", "."]),
+        Reply::Ask("Which city?"),
+        Reply::Text(vec!["Sunny in Paris."]),
+    ]);
+    let agent = client.interface().url.trim_end_matches("/a2a").to_owned();
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::process::Command::new(&python)
+            .arg(interop.join("python/hub_llm_flows.py"))
+            .arg(&agent)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the Python client ends in time")
+    .expect("the Python client runs");
+    let printed = String::from_utf8_lossy(&out.stdout);
+    print!("{printed}");
+    assert!(
+        out.status.success(),
+        "{printed}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        printed.lines().filter(|l| l.starts_with("PASS ")).count(),
+        3,
+        "{printed}"
+    );
+}
+
 /// A real endpoint, when the environment names one.
 fn real_endpoint() -> Option<(LlmSettings, SecretSource)> {
     let Ok(url) = std::env::var("HEDDLE_TEST_OPENAI_URL") else {
