@@ -800,25 +800,31 @@ async fn a_missing_key_secret_is_refused_at_registration() {
     assert!(err.to_string().contains("llm.base_url"), "{err}");
 }
 
-/// The official Python client, through the hub, when
-/// `tests/interop/setup.sh` has installed it: send, stream, ask_user
-/// (`tests/interop/python/hub_llm_flows.py`).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_official_python_client_sends_streams_and_answers_through_the_hub() {
-    let interop = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop");
-    let python = interop.join(".venv/bin/python");
-    if !python.exists() {
-        assert!(
-            std::env::var("HEDDLE_REQUIRE_INTEROP").as_deref() != Ok("1"),
-            "HEDDLE_REQUIRE_INTEROP=1 but {} is missing: run tests/interop/setup.sh",
-            python.display()
-        );
-        println!(
-            "skipped: the Python client flows need tests/interop/setup.sh (no {})",
-            python.display()
-        );
-        return;
+fn interop_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop")
+}
+
+/// Whether `needed` (installed by `tests/interop/setup.sh`) exists; if
+/// not, says the test is skipped, or fails when HEDDLE_REQUIRE_INTEROP=1.
+fn installed(needed: &std::path::Path, what: &str) -> bool {
+    if needed.exists() {
+        return true;
     }
+    assert!(
+        std::env::var("HEDDLE_REQUIRE_INTEROP").as_deref() != Ok("1"),
+        "HEDDLE_REQUIRE_INTEROP=1 but {} is missing: run tests/interop/setup.sh",
+        needed.display()
+    );
+    println!(
+        "skipped: the {what} client flows need tests/interop/setup.sh (no {})",
+        needed.display()
+    );
+    false
+}
+
+/// Runs an official SDK's client flows (`script AGENT_URL`) against an llm
+/// agent whose stand-in is scripted for them: send, stream, ask_user.
+async fn sdk_client_flows(program: &std::path::Path, script: &std::path::Path) {
     let (s, client) = hub().await;
     s.script([
         Reply::Text(vec!["Hello", ", ", "world."]),
@@ -829,15 +835,15 @@ async fn the_official_python_client_sends_streams_and_answers_through_the_hub() 
     let agent = client.interface().url.trim_end_matches("/a2a").to_owned();
     let out = tokio::time::timeout(
         Duration::from_secs(120),
-        tokio::process::Command::new(&python)
-            .arg(interop.join("python/hub_llm_flows.py"))
+        tokio::process::Command::new(program)
+            .arg(script)
             .arg(&agent)
             .kill_on_drop(true)
             .output(),
     )
     .await
-    .expect("the Python client ends in time")
-    .expect("the Python client runs");
+    .expect("the client ends in time")
+    .expect("the client runs");
     let printed = String::from_utf8_lossy(&out.stdout);
     print!("{printed}");
     assert!(
@@ -850,6 +856,30 @@ async fn the_official_python_client_sends_streams_and_answers_through_the_hub() 
         3,
         "{printed}"
     );
+}
+
+/// The official Python client through the hub
+/// (`tests/interop/python/hub_llm_flows.py`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_python_client_sends_streams_and_answers_through_the_hub() {
+    let python = interop_dir().join(".venv/bin/python");
+    if installed(&python, "Python a2a-sdk") {
+        sdk_client_flows(&python, &interop_dir().join("python/hub_llm_flows.py")).await;
+    }
+}
+
+/// The official JS client through the hub
+/// (`tests/interop/js/hub_llm_flows.mjs`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_js_client_sends_streams_and_answers_through_the_hub() {
+    let modules = interop_dir().join("node_modules/@a2a-js/sdk");
+    if installed(&modules, "JS @a2a-js/sdk") {
+        sdk_client_flows(
+            std::path::Path::new("node"),
+            &interop_dir().join("js/hub_llm_flows.mjs"),
+        )
+        .await;
+    }
 }
 
 /// A real endpoint, when the environment names one.

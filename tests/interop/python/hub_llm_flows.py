@@ -12,7 +12,7 @@ answers in the order of these flows:
 Usage: hub_llm_flows.py AGENT_URL
   AGENT_URL  the hub's URL of the agent, e.g. http://127.0.0.1:8080/api/v1/agents/chat
 
-Runs over JSON-RPC v1.0. Prints `PASS hub-llm FLOW` (or FAIL ...) per flow;
+Runs over JSON-RPC v1.0. Prints `PASS py-hub-llm FLOW` (or FAIL ...) per flow;
 exits 1 if any flow failed.
 """
 
@@ -117,11 +117,11 @@ class Flows:
         ]:
             try:
                 await asyncio.wait_for(flow(), timeout=30)
-                print(f'PASS hub-llm {name}', flush=True)
+                print(f'PASS py-hub-llm {name}', flush=True)
             except Exception as e:  # noqa: BLE001
                 failed += 1
                 why = ' '.join(str(e).split())
-                print(f'FAIL hub-llm {name}: {type(e).__name__}: {why}',
+                print(f'FAIL py-hub-llm {name}: {type(e).__name__}: {why}',
                       flush=True)
                 traceback.print_exc(file=sys.stderr)
         await self.http.aclose()
