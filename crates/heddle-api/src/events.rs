@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use heddle_core::v1;
+use heddle_core::{v1, wkt::Struct};
 
 use crate::store::StoreError;
 
@@ -84,6 +84,14 @@ pub trait TaskSink: Send + Sync + 'static {
     /// Answers with a direct message instead of a task. See
     /// [`TaskEvents::reply`].
     async fn reply(&self, context_id: &str, message: v1::Message) -> Result<(), EventError>;
+
+    /// Merges `fields` into the task's `metadata` (a key already there is
+    /// replaced), saved with the task's next status change. See
+    /// [`TaskEvents::task_metadata`]. The default ignores them, for sinks
+    /// that keep no task (a test recorder); a wrapping sink must forward.
+    async fn task_metadata(&self, _fields: Struct) -> Result<(), EventError> {
+        Ok(())
+    }
 }
 
 /// The sink an executor publishes to. Cheap to clone; every clone feeds the
@@ -236,6 +244,14 @@ impl TaskEvents {
     /// the task completes with this message instead.
     pub async fn reply(&self, message: v1::Message) -> Result<(), EventError> {
         self.sink.reply(&self.context_id, message).await
+    }
+
+    /// Sets keys of the task's own `metadata` (what GetTask and the final
+    /// Task show), replacing those already there: facts about the whole
+    /// task, such as the tokens a model used for it. Saved with the next
+    /// status change, so publish it before the status that ends the turn.
+    pub async fn task_metadata(&self, fields: Struct) -> Result<(), EventError> {
+        self.sink.task_metadata(fields).await
     }
 }
 

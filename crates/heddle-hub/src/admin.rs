@@ -225,7 +225,10 @@ fn registry_error(e: &RegistryError) -> Response {
             StatusCode::BAD_REQUEST,
             "Invalid registration",
             &e.to_string(),
-            Some(json!([{ "pointer": format!("/{}", e.field), "detail": e.problem }])),
+            // `llm.model` is the pointer `/llm/model`.
+            Some(
+                json!([{ "pointer": format!("/{}", e.field.replace('.', "/")), "detail": e.problem }]),
+            ),
         ),
         RegistryError::Manifest(violations) => {
             let violations: Vec<crate::manifest::Violation> = violations
@@ -251,6 +254,7 @@ fn registry_error(e: &RegistryError) -> Response {
         RegistryError::Upstream(_) => {
             problem(StatusCode::BAD_GATEWAY, "Upstream agent", &e.to_string())
         }
+        RegistryError::Llm(_) => problem(StatusCode::BAD_REQUEST, "LLM agent", &e.to_string()),
         RegistryError::Store(err) => {
             tracing::error!(error = %err, "admin API: registry store");
             problem(

@@ -154,4 +154,8 @@ impl TaskSink for StampSink {
         self.stamp(&mut message.metadata);
         self.inner.reply(context_id, message).await
     }
+
+    async fn task_metadata(&self, fields: Struct) -> Result<(), EventError> {
+        self.inner.task_metadata(fields).await
+    }
 }

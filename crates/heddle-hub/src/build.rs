@@ -8,7 +8,8 @@ use axum::Router;
 use heddle_server::{AgentExecutor, AgentRoutes, RequestHandler, card_router};
 
 use crate::{
-    AgentProfile, LiveAgent, Origin, RegistryError, Shared, auth, card_for_endpoints, manifest,
+    AgentProfile, LiveAgent, Origin, RegistryError, Shared, auth, card_for_endpoints, llm,
+    manifest,
     registry::{AgentEntry, AgentKind},
     remote, routes,
 };
@@ -35,7 +36,32 @@ impl Shared {
                 Ok((b.profile.clone(), b.executor.clone()))
             }
             AgentKind::Remote => self.resolve_remote(entry).await,
+            AgentKind::Llm => self.resolve_llm(entry),
         }
+    }
+
+    /// An llm entry's executor; its key is read now, so a missing one is
+    /// refused at registration.
+    fn resolve_llm(
+        &self,
+        entry: &AgentEntry,
+    ) -> Result<(AgentProfile, Arc<dyn AgentExecutor>), RegistryError> {
+        let settings = entry.llm.clone().ok_or_else(|| {
+            RegistryError::Invalid(crate::registry::EntryError {
+                field: "llm",
+                problem: "an llm agent needs its settings".into(),
+            })
+        })?;
+        let profile = settings.profile(&entry.id);
+        let agent = llm::LlmAgent::new(
+            entry.id.clone(),
+            settings,
+            entry.allow_http,
+            &self.remote.secrets,
+            self.store.clone(),
+        )
+        .map_err(|e| RegistryError::Llm(e.to_string()))?;
+        Ok((profile, Arc::new(agent)))
     }
 
     /// A remote entry's upstream card (the kept one, else fetched now and

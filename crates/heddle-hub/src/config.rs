@@ -16,6 +16,11 @@
 //! auth = { type = "bearer", env = "WEATHER_TOKEN" }
 //! tags = ["weather"]
 //!
+//! [[agents]]
+//! id = "assistant"
+//! kind = "llm"
+//! llm = { model = "gpt-4o-mini", base_url = "https://api.openai.com/v1", api_key_env = "OPENAI_API_KEY" }
+//!
 //! [admin]
 //! callers = ["key:3f9c2a"]
 //! ```

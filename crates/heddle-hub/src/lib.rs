@@ -17,7 +17,8 @@
 //! admin API), and every request looks its agent up when it arrives, so no
 //! other agent's requests or streams notice. An [`registry::AgentEntry`] is
 //! what a registration is: a `builtin` executor compiled into the hub
-//! ([`HubBuilder::builtin`]), or a `remote` A2A agent the hub fronts.
+//! ([`HubBuilder::builtin`]), a `remote` A2A agent the hub fronts, or an
+//! `llm` agent: a model behind an OpenAI-compatible endpoint ([`llm`]).
 //! Registrations made through the admin API are kept in the store's
 //! registry ([`heddle_store::RegistryStore`]) and come back at the next
 //! start; the builder's and config's are re-read at every start.
@@ -42,6 +43,7 @@ mod builder;
 pub mod config;
 mod discovery;
 mod live;
+pub mod llm;
 pub mod manifest;
 pub mod registry;
 pub mod remote;
@@ -137,6 +139,9 @@ pub enum RegistryError {
     /// The upstream agent could not be reached or answered badly.
     #[error("upstream agent: {0}")]
     Upstream(String),
+    /// An LLM agent cannot be built (its API key's secret is not set).
+    #[error("llm agent: {0}")]
+    Llm(String),
     /// The registry could not be read or written.
     #[error("registry store: {0}")]
     Store(#[from] StoreError),

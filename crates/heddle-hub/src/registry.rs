@@ -16,6 +16,9 @@ pub enum AgentKind {
     Builtin,
     /// An A2A agent elsewhere, fronted by the hub ([`AgentEntry::card_url`]).
     Remote,
+    /// A model behind an OpenAI-compatible chat-completions endpoint
+    /// ([`AgentEntry::llm`]).
+    Llm,
 }
 
 impl AgentKind {
@@ -24,6 +27,7 @@ impl AgentKind {
         match self {
             Self::Builtin => "builtin",
             Self::Remote => "remote",
+            Self::Llm => "llm",
         }
     }
 }
@@ -60,8 +64,12 @@ pub struct AgentEntry {
     /// credentials themselves.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<crate::remote::UpstreamAuth>,
+    /// For `llm`: the model, its endpoint and how it is used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<crate::llm::LlmSettings>,
     /// For `remote`: accept an upstream card or interface over plain http
-    /// (for a local upstream; refused by default).
+    /// (for a local upstream; refused by default). For `llm`: accept a
+    /// plain-http endpoint on a host other than a loopback one.
     #[serde(default, skip_serializing_if = "is_false")]
     pub allow_http: bool,
     /// Card name (default: the builtin's or upstream's, or the manifest's).
@@ -160,6 +168,7 @@ impl AgentEntry {
             builtin,
             card_url,
             auth: None,
+            llm: None,
             allow_http: false,
             name: None,
             description: None,
@@ -175,6 +184,13 @@ impl AgentEntry {
         }
     }
 
+    /// An `llm` entry for the model `settings` describe.
+    pub fn llm(id: impl Into<String>, settings: crate::llm::LlmSettings) -> Self {
+        let mut e = Self::new(id, AgentKind::Llm, None, None);
+        e.llm = Some(settings);
+        e
+    }
+
     /// The builtin executor's name: [`builtin`](Self::builtin) or the id.
     pub fn builtin_name(&self) -> &str {
         self.builtin.as_deref().unwrap_or(&self.id)
@@ -183,7 +199,26 @@ impl AgentEntry {
     /// Every rule an entry must keep, whoever wrote it: the first broken one.
     pub fn check(&self) -> Result<(), EntryError> {
         check_id(&self.id)?;
+        if self.llm.is_some() && self.kind != AgentKind::Llm {
+            return Err(bad("llm", "only a kind = \"llm\" agent has llm settings"));
+        }
         match self.kind {
+            AgentKind::Llm => {
+                let Some(llm) = &self.llm else {
+                    return Err(bad(
+                        "llm",
+                        "an llm agent needs its settings (model and base_url at least)",
+                    ));
+                };
+                if self.card_url.is_some() || self.auth.is_some() || self.builtin.is_some() {
+                    return Err(bad(
+                        "card_url",
+                        "an llm agent has no card_url, auth or builtin (its key is llm.api_key_env)",
+                    ));
+                }
+                llm.check(self.allow_http)
+                    .map_err(|(field, problem)| bad(field, problem))?;
+            }
             AgentKind::Builtin => {
                 if self.card_url.is_some() || self.auth.is_some() {
                     return Err(bad(
@@ -323,6 +358,36 @@ mod tests {
         assert!(!err.to_string().contains("pw"), "{err}");
         e.card_url = None;
         assert!(e.check().is_err());
+    }
+
+    #[test]
+    fn an_llm_entry_reads_from_toml_and_is_checked_whole() {
+        let e: AgentEntry = toml::from_str(
+            r#"
+            id = "writer"
+            kind = "llm"
+            [llm]
+            model = "gpt-4o-mini"
+            base_url = "https://api.openai.com/v1"
+            api_key_env = "OPENAI_API_KEY"
+            "#,
+        )
+        .expect("entry");
+        assert_eq!(e.kind, AgentKind::Llm);
+        assert!(e.check().is_ok());
+        let mut no_settings = e.clone();
+        no_settings.llm = None;
+        assert_eq!(no_settings.check().map_err(|e| e.field), Err("llm"));
+        let mut bad_url = e.clone();
+        if let Some(l) = bad_url.llm.as_mut() {
+            l.base_url = "http://llm.example/v1".into();
+        }
+        assert_eq!(bad_url.check().map_err(|e| e.field), Err("llm.base_url"));
+        bad_url.allow_http = true;
+        assert!(bad_url.check().is_ok());
+        let mut builtin = AgentEntry::builtin("echo", "echo");
+        builtin.llm = e.llm;
+        assert_eq!(builtin.check().map_err(|e| e.field), Err("llm"));
     }
 
     #[test]

@@ -11,7 +11,7 @@
 use async_trait::async_trait;
 use heddle_core::{
     v1::{self, stream_response::Payload},
-    wkt::Timestamp,
+    wkt::{Struct, Timestamp},
 };
 
 use heddle_api::TaskSink;
@@ -88,6 +88,19 @@ impl TaskSink for LiveTask {
         st.settled_gen += 1;
         self.publish(|| Payload::Message(message));
         self.settled.notify_waiters();
+        Ok(())
+    }
+
+    async fn task_metadata(&self, fields: Struct) -> Result<(), EventError> {
+        let mut st = self.state.lock().await;
+        ensure_open(&st)?;
+        self.create_if_needed(&mut st).await?;
+        st.task
+            .metadata
+            .get_or_insert_with(Struct::default)
+            .0
+            .extend(fields.0);
+        st.dirty = true;
         Ok(())
     }
 }

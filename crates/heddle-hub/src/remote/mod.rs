@@ -45,6 +45,7 @@ mod executor;
 mod relay;
 pub mod screen;
 
+pub(crate) use auth::scrub as scrub_secrets;
 pub use auth::{SecretSource, UpstreamAuth};
 pub use card::{FetchOptions, FetchedCard, SignatureStatus, fetch_card, hub_profile, kept_card};
 pub use executor::{RemoteAgent, RemoteOptions, RemoteTimeouts};

@@ -217,6 +217,11 @@ impl RequestHandler {
         message.context_id.clone_from(&st.task.context_id);
         let prior = st.task.clone();
         let mut next = st.task.clone();
+        // The question the task waits on goes into the history before the
+        // reply to it, so the history reads in the order it was said.
+        if let Some(question) = next.status.as_mut().and_then(|s| s.message.take()) {
+            next.history.push(question);
+        }
         next.history.push(message.clone());
         self.inner
             .store
