@@ -951,10 +951,18 @@ fn a_generated_crate_builds_serves_its_card_and_answers_callers() {
     let mtls_base = format!("https://localhost:{mtls_port}");
     let ca_file = tls.join("ca.pem").display().to_string();
     let without = common::heddle(&["send", &mtls_base, "hi", "--ca-cert", &ca_file]);
-    refused(
-        &without,
-        "CertificateRequired",
-        "heddle send without a client certificate",
+    // Under TLS 1.3 the server's alert can come after the client has
+    // finished its side of the handshake: the client then sees its
+    // connection closed (in one of several words) instead of the alert.
+    let said = String::from_utf8_lossy(&without.stderr);
+    assert_eq!(
+        without.status.code(),
+        Some(2),
+        "without a certificate: {said}"
+    );
+    assert!(
+        said.contains("CertificateRequired") || said.contains("agent card: transport error"),
+        "without a certificate: {said}"
     );
     let with = common::heddle(&[
         "send",

@@ -220,6 +220,28 @@ async fn writer_flow_pauses_for_input_and_resumes_on_the_same_task() {
         .filter(|m| m["role"] == "ROLE_USER")
         .collect();
     assert_eq!(users.len(), 2, "both user messages are in the history");
+    // In the order it was said: the request, the question, the answer to it.
+    let said: Vec<_> = done["history"]
+        .as_array()
+        .expect("history")
+        .iter()
+        .map(|m| m["messageId"].as_str().unwrap_or("(agent)"))
+        .collect();
+    let pos = |id: &str| said.iter().position(|m| *m == id);
+    let question = done["history"]
+        .as_array()
+        .expect("history")
+        .iter()
+        .position(|m| {
+            m["role"] == "ROLE_AGENT"
+                && m["parts"][0]["text"]
+                    .as_str()
+                    .is_some_and(|q| q.contains("Who is the report for"))
+        });
+    assert!(
+        pos("w1") < question && question < pos("w2"),
+        "history order: {said:?}"
+    );
 
     // Terminal tasks take no more messages; unknown ids are not found; contexts must match.
     let again =
