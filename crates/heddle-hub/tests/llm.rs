@@ -592,6 +592,32 @@ async fn a_429_past_the_deadline_fails_the_task_saying_so() {
 }
 
 #[tokio::test]
+async fn an_absurd_retry_after_fails_the_task_or_waits_a_bounded_time() {
+    let (s, client) = hub().await;
+    s.script([Reply::Error(
+        429,
+        "Come back never",
+        Some("18446744073709551615"),
+    )]);
+    let task = send(&client, text("Hi")).await;
+    assert_eq!(state(&task), v1::TaskState::Failed);
+    let why = status_text(&task);
+    assert!(
+        why.contains("429") && why.contains("Come back never"),
+        "{why}"
+    );
+
+    // A date past year 9999 is unreadable: the backoff applies instead.
+    s.script([
+        Reply::Error(429, "Later", Some("Fri, 31 Dec 99999 23:59:59 GMT")),
+        Reply::Text(vec!["Done."]),
+    ]);
+    let task = send(&client, text("Hi")).await;
+    assert_eq!(state(&task), v1::TaskState::Completed, "{task:?}");
+    assert_eq!(s.requests().len(), 3);
+}
+
+#[tokio::test]
 async fn an_upstream_500_fails_the_task_with_a_reason_and_no_key() {
     let (s, client) = hub().await;
     s.script([Reply::Error(

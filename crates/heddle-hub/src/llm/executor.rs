@@ -4,7 +4,7 @@
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use futures::StreamExt as _;
-use heddle_client::{Secret, reqwest};
+use heddle_client::{Secret, reqwest, retry_after};
 use heddle_core::{v1, wkt::Struct};
 use heddle_server::{AgentError, AgentExecutor, RequestContext, TaskEvents};
 use heddle_store::{ListQuery, Scope, TaskStore};
@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use super::{
     ASK_USER_TOOL, LlmError, LlmSettings, USAGE_KEY, conversation,
-    retry::{backoff, retry_after},
+    retry::backoff,
     wire::{
         ChatMessage, ChatRequest, Chunk, ErrorEnvelope, Role, SseDecoder, SseError, StreamOptions,
         Usage, tools,
@@ -360,7 +360,9 @@ impl LlmAgent {
             if status == reqwest::StatusCode::TOO_MANY_REQUESTS {
                 attempt += 1;
                 let wait = retry_after.unwrap_or_else(|| backoff(attempt));
-                if attempt <= MAX_RETRIES && Instant::now() + wait < deadline {
+                if attempt <= MAX_RETRIES
+                    && wait < deadline.saturating_duration_since(Instant::now())
+                {
                     tracing::debug!(agent = %self.agent_id, ?wait, attempt, "model endpoint rate limited; retrying");
                     tokio::time::sleep(wait).await;
                     continue;
