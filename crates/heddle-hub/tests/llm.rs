@@ -55,6 +55,10 @@ enum Reply {
     Slow,
     /// A whole `chat.completion` as JSON, as an endpoint ignoring `stream` would.
     NotStreamed,
+    /// These events, as they are.
+    Events(Vec<String>),
+    /// Refusal deltas of 64 KiB, never ending.
+    EndlessRefusal,
 }
 
 #[derive(Default)]
@@ -208,6 +212,14 @@ async fn completions(
                 tokio::time::sleep(Duration::from_millis(300)).await;
                 let piece = chunk(json!({"content": format!("slow{n} ")}), None);
                 Some((Ok::<_, Infallible>(Bytes::from(piece)), n + 1))
+            });
+            sse_body(Body::from_stream(stream))
+        }
+        Reply::Events(events) => sse(events),
+        Reply::EndlessRefusal => {
+            let piece = chunk(json!({"refusal": "no ".repeat((64 << 10) / 3)}), None);
+            let stream = futures::stream::repeat_with(move || {
+                Ok::<_, Infallible>(Bytes::from(piece.clone()))
             });
             sse_body(Body::from_stream(stream))
         }
@@ -615,6 +627,55 @@ async fn an_absurd_retry_after_fails_the_task_or_waits_a_bounded_time() {
     let task = send(&client, text("Hi")).await;
     assert_eq!(state(&task), v1::TaskState::Completed, "{task:?}");
     assert_eq!(s.requests().len(), 3);
+}
+
+/// A tool-call delta: `index`, with `name` when given, and `args`.
+fn tool_delta(index: u64, name: Option<&str>, args: &str) -> String {
+    let mut function = json!({"arguments": args});
+    if let Some(n) = name {
+        function["name"] = json!(n);
+    }
+    chunk(
+        json!({"tool_calls": [{"index": index, "type": "function", "function": function}]}),
+        None,
+    )
+}
+
+#[tokio::test]
+async fn an_answer_past_its_bounds_fails_the_task_saying_so() {
+    let (s, client) = hub().await;
+    s.script([Reply::EndlessRefusal]);
+    let task = send(&client, text("Hi")).await;
+    assert_eq!(state(&task), v1::TaskState::Failed);
+    let why = status_text(&task);
+    assert!(
+        why.contains("answer") && why.contains("longer than"),
+        "{why}"
+    );
+
+    let mut many: Vec<String> = (0..100)
+        .map(|i| tool_delta(i, Some("ask_user"), "{}"))
+        .collect();
+    many.push("data: [DONE]\n\n".to_owned());
+    s.script([Reply::Events(many)]);
+    let task = send(&client, text("Hi")).await;
+    assert_eq!(state(&task), v1::TaskState::Failed);
+    let why = status_text(&task);
+    assert!(why.contains("more than 8 tool calls"), "{why}");
+}
+
+#[tokio::test]
+async fn a_tool_name_repeated_in_every_delta_is_the_name_once() {
+    let (s, client) = hub().await;
+    s.script([Reply::Events(vec![
+        tool_delta(0, Some("ask_user"), "{\"question\":"),
+        tool_delta(0, Some("ask_user"), "\"Which city?\"}"),
+        chunk(json!({}), Some("tool_calls")),
+        "data: [DONE]\n\n".to_owned(),
+    ])]);
+    let task = send(&client, text("Book a flight")).await;
+    assert_eq!(state(&task), v1::TaskState::InputRequired, "{task:?}");
+    assert_eq!(status_text(&task), "Which city?");
 }
 
 #[tokio::test]

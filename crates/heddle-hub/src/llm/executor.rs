@@ -27,8 +27,11 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Largest server-sent event (or line) read from the endpoint.
 const MAX_EVENT_BYTES: usize = 1 << 20;
-/// Largest answer (text, or a tool call's arguments) kept from one call.
+/// Largest answer from one call: its text, refusal, tool names and
+/// arguments together.
 const MAX_ANSWER_BYTES: usize = 4 << 20;
+/// Most tool calls in one answer.
+const MAX_TOOL_CALLS: usize = 8;
 /// Largest error body read.
 const MAX_ERROR_BYTES: usize = 64 << 10;
 /// 429 answers retried at most this many times (within the turn's deadline).
@@ -432,6 +435,8 @@ struct Answer<'a> {
     started: bool,
     refusal: String,
     tools: BTreeMap<u64, (String, String)>,
+    /// Bytes received in the answer so far, in all its fields.
+    bytes: usize,
     usage: Option<Usage>,
 }
 
@@ -446,36 +451,52 @@ impl<'a> Answer<'a> {
             started: false,
             refusal: String::new(),
             tools: BTreeMap::new(),
+            bytes: 0,
             usage: None,
         }
     }
 
+    /// Counts `n` more bytes of the answer; past [`MAX_ANSWER_BYTES`] the
+    /// answer is refused.
+    fn count(&mut self, n: usize) -> Result<(), String> {
+        self.bytes = self.bytes.saturating_add(n);
+        if self.bytes > MAX_ANSWER_BYTES {
+            return Err(format!(
+                "the model's answer (its text, refusal and tool calls) is longer than {MAX_ANSWER_BYTES} bytes"
+            ));
+        }
+        Ok(())
+    }
+
     async fn delta(&mut self, delta: super::wire::Delta) -> Result<(), String> {
-        let too_long = || format!("the model's answer is longer than {MAX_ANSWER_BYTES} bytes");
         if let Some(r) = delta.refusal {
+            self.count(r.len())?;
             self.refusal.push_str(&r);
         }
         for call in delta.tool_calls.unwrap_or_default() {
-            let entry = self.tools.entry(call.index.unwrap_or(0)).or_default();
-            if let Some(f) = call.function {
-                if let Some(n) = f.name {
-                    entry.0.push_str(&n);
-                }
-                if let Some(a) = f.arguments {
-                    entry.1.push_str(&a);
-                }
+            let index = call.index.unwrap_or(0);
+            if !self.tools.contains_key(&index) && self.tools.len() >= MAX_TOOL_CALLS {
+                return Err(format!(
+                    "the model made more than {MAX_TOOL_CALLS} tool calls in one answer"
+                ));
             }
-            if entry.1.len() > MAX_ANSWER_BYTES {
-                return Err(too_long());
+            let function = call.function.unwrap_or_default();
+            let name = function.name.filter(|n| !n.is_empty());
+            let args = function.arguments.unwrap_or_default();
+            self.count(name.as_deref().map_or(0, str::len) + args.len())?;
+            let entry = self.tools.entry(index).or_default();
+            // The name comes whole (some endpoints repeat it in every delta);
+            // the arguments come in pieces.
+            if let Some(n) = name {
+                entry.0 = n;
             }
+            entry.1.push_str(&args);
         }
         let Some(piece) = delta.content.filter(|c| !c.is_empty()) else {
             return Ok(());
         };
+        self.count(piece.len())?;
         self.text.push_str(&piece);
-        if self.text.len() > MAX_ANSWER_BYTES {
-            return Err(too_long());
-        }
         if self.streaming
             && let Some(prev) = self.held.replace(piece)
         {
