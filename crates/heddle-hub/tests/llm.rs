@@ -749,6 +749,26 @@ async fn a_stream_cut_short_fails_the_task() {
 }
 
 #[tokio::test]
+async fn a_stream_with_bare_cr_line_ends_and_an_open_last_event_is_read() {
+    let (s, client) = hub().await;
+    let events = [
+        chunk(json!({"role": "assistant", "content": "Bare"}), None),
+        chunk(json!({"content": " CR"}), Some("stop")),
+        usage_chunk(4, 2),
+    ]
+    .into_iter()
+    .map(|e| e.replace('\n', "\r"))
+    .chain(["data: [DONE]".to_owned()])
+    .collect();
+    s.script([Reply::Events(events)]);
+    let task = send(&client, text("Hi")).await;
+    assert_eq!(state(&task), v1::TaskState::Completed, "{task:?}");
+    assert_eq!(task.artifacts[0].text(), "Bare CR");
+    let usage = &task.metadata.as_ref().expect("metadata").0[USAGE_KEY];
+    assert_eq!(usage["totalTokens"], 6);
+}
+
+#[tokio::test]
 async fn an_unreachable_endpoint_fails_the_task_saying_so() {
     // A port nothing listens on.
     let (l, base) = listener().await;

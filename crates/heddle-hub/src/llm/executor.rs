@@ -5,7 +5,11 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use futures::StreamExt as _;
 use heddle_client::{Secret, reqwest, retry_after};
-use heddle_core::{v1, wkt::Struct};
+use heddle_core::{
+    sse::{EventTooLarge, SseDecoder},
+    v1,
+    wkt::Struct,
+};
 use heddle_server::{AgentError, AgentExecutor, RequestContext, TaskEvents};
 use heddle_store::{ListQuery, Scope, TaskStore};
 use serde_json::{Value, json};
@@ -14,10 +18,7 @@ use tokio::time::Instant;
 use super::{
     ASK_USER_TOOL, LlmError, LlmSettings, USAGE_KEY, conversation,
     retry::backoff,
-    wire::{
-        ChatMessage, ChatRequest, Chunk, ErrorEnvelope, Role, SseDecoder, SseError, StreamOptions,
-        Usage, tools,
-    },
+    wire::{ChatMessage, ChatRequest, Chunk, ErrorEnvelope, Role, StreamOptions, Usage, tools},
 };
 use crate::remote::SecretSource;
 
@@ -285,16 +286,12 @@ impl LlmAgent {
                 }
                 None => {
                     ended = true;
-                    sse.finish().map(|d| d.into_iter().collect())
+                    // The end of the body ends an event left open.
+                    sse.push(b"\n\n")
                 }
             }
-            .map_err(|e| match e {
-                SseError::TooLarge(n) => {
-                    format!("the model endpoint sent a stream event larger than {n} bytes")
-                }
-                SseError::NotUtf8 => {
-                    "the model endpoint sent a stream that is not UTF-8".to_owned()
-                }
+            .map_err(|EventTooLarge(n)| {
+                format!("the model endpoint sent a stream event larger than {n} bytes")
             })?;
             for data in datas {
                 if data.trim() == "[DONE]" {
