@@ -769,6 +769,22 @@ async fn a_stream_with_bare_cr_line_ends_and_an_open_last_event_is_read() {
 }
 
 #[tokio::test]
+async fn huge_token_counts_saturate() {
+    let (s, client) = hub().await;
+    let usage = json!({"choices": [], "usage": {"prompt_tokens": u64::MAX,
+                        "completion_tokens": u64::MAX}});
+    s.script([Reply::Events(vec![
+        chunk(json!({"content": "Hi"}), Some("stop")),
+        format!("data: {usage}\n\n"),
+        "data: [DONE]\n\n".to_owned(),
+    ])]);
+    let task = send(&client, text("Hi")).await;
+    assert_eq!(state(&task), v1::TaskState::Completed, "{task:?}");
+    let usage = &task.metadata.as_ref().expect("metadata").0[USAGE_KEY];
+    assert_eq!(usage["totalTokens"], u64::MAX);
+}
+
+#[tokio::test]
 async fn an_unreachable_endpoint_fails_the_task_saying_so() {
     // A port nothing listens on.
     let (l, base) = listener().await;

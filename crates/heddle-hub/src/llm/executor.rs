@@ -216,13 +216,17 @@ impl LlmAgent {
         };
         let prompt = usage.prompt_tokens.unwrap_or(0);
         let completion = usage.completion_tokens.unwrap_or(0);
-        let total = usage.total_tokens.unwrap_or(prompt + completion);
+        let total = usage
+            .total_tokens
+            .unwrap_or(prompt.saturating_add(completion));
+        // The counts are the endpoint's (and the task's metadata) word: they
+        // saturate rather than overflow.
         json!({
             "model": self.settings.model,
-            "promptTokens": prior("promptTokens") + prompt,
-            "completionTokens": prior("completionTokens") + completion,
-            "totalTokens": prior("totalTokens") + total,
-            "calls": prior("calls") + 1,
+            "promptTokens": prior("promptTokens").saturating_add(prompt),
+            "completionTokens": prior("completionTokens").saturating_add(completion),
+            "totalTokens": prior("totalTokens").saturating_add(total),
+            "calls": prior("calls").saturating_add(1),
         })
     }
 
