@@ -59,6 +59,8 @@ enum Reply {
     Events(Vec<String>),
     /// Refusal deltas of 64 KiB, never ending.
     EndlessRefusal,
+    /// A 500 whose body never ends.
+    EndlessError,
 }
 
 #[derive(Default)]
@@ -222,6 +224,12 @@ async fn completions(
                 Ok::<_, Infallible>(Bytes::from(piece.clone()))
             });
             sse_body(Body::from_stream(stream))
+        }
+        Reply::EndlessError => {
+            let stream = futures::stream::repeat_with(|| {
+                Ok::<_, Infallible>(Bytes::from_static(&[b'x'; 4096]))
+            });
+            (StatusCode::INTERNAL_SERVER_ERROR, Body::from_stream(stream)).into_response()
         }
         Reply::CutShort => sse(vec![chunk(
             json!({"role": "assistant", "content": "Half"}),
@@ -694,6 +702,16 @@ async fn an_upstream_500_fails_the_task_with_a_reason_and_no_key() {
     assert!(!why.contains(KEY), "{why}");
     let all = format!("{task:?}");
     assert!(!all.contains(KEY), "the key is nowhere in the task");
+}
+
+#[tokio::test]
+async fn an_endless_error_body_is_read_only_so_far() {
+    let (s, client) = hub().await;
+    s.script([Reply::EndlessError]);
+    let task = send(&client, text("Hi")).await;
+    assert_eq!(state(&task), v1::TaskState::Failed);
+    let why = status_text(&task);
+    assert!(why.contains("500") && why.contains("larger than"), "{why}");
 }
 
 #[tokio::test]

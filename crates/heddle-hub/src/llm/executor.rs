@@ -360,7 +360,7 @@ impl LlmAgent {
                 return Ok(response);
             }
             let retry_after = retry_after(response.headers());
-            let why = self.error_text(response).await;
+            let why = self.error_text(response, deadline).await;
             if status == reqwest::StatusCode::TOO_MANY_REQUESTS {
                 attempt += 1;
                 let wait = retry_after.unwrap_or_else(|| backoff(attempt));
@@ -395,19 +395,15 @@ impl LlmAgent {
     }
 
     /// An error body as text: the endpoint's `error.message` when it sent
-    /// one, else the start of the body; bounded, scrubbed.
-    async fn error_text(&self, response: reqwest::Response) -> String {
-        let mut body = Vec::new();
-        let mut stream = response.bytes_stream();
-        while let Ok(Some(Ok(bytes))) =
-            tokio::time::timeout(Duration::from_secs(5), stream.next()).await
-        {
-            body.extend_from_slice(&bytes);
-            if body.len() >= MAX_ERROR_BYTES {
-                body.truncate(MAX_ERROR_BYTES);
-                break;
-            }
-        }
+    /// one, else the start of the body; read within the turn's deadline and
+    /// [`MAX_ERROR_BYTES`], scrubbed.
+    async fn error_text(&self, response: reqwest::Response, deadline: Instant) -> String {
+        let read = heddle_client::read_limited(response, MAX_ERROR_BYTES, "error body");
+        let body = match tokio::time::timeout_at(deadline, read).await {
+            Ok(Ok(body)) => body,
+            Ok(Err(e)) => return self.scrub(&format!("its body could not be read ({e})")),
+            Err(_) => return "its body did not arrive within the deadline".to_owned(),
+        };
         let text = match serde_json::from_slice::<ErrorEnvelope>(&body) {
             Ok(e) => e.error.describe(),
             Err(_) => {
