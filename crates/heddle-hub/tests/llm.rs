@@ -803,6 +803,22 @@ async fn huge_token_counts_saturate() {
 }
 
 #[tokio::test]
+async fn a_query_in_the_base_url_stays_a_query() {
+    let (s, base_url) = standin().await;
+    let client = hub_with(
+        LlmSettings::new(
+            "standin-model",
+            format!("{base_url}?api-version=2024-06-01"),
+        ),
+        SecretSource::from_values(Vec::<(String, String)>::new()),
+    )
+    .await;
+    let task = send(&client, text("Hi")).await;
+    assert_eq!(state(&task), v1::TaskState::Completed, "{task:?}");
+    assert_eq!(s.requests().len(), 1);
+}
+
+#[tokio::test]
 async fn an_unreachable_endpoint_fails_the_task_saying_so() {
     // A port nothing listens on.
     let (l, base) = listener().await;

@@ -114,10 +114,11 @@ impl LlmAgent {
             .user_agent(concat!("heddle-hub/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| LlmError::Client(e.to_string()))?;
-        let endpoint = format!(
-            "{}/chat/completions",
-            settings.base_url.trim_end_matches('/')
-        );
+        let endpoint =
+            super::chat_endpoint(&settings.base_url).map_err(|problem| LlmError::Settings {
+                field: "llm.base_url",
+                problem,
+            })?;
         Ok(Self {
             agent_id: agent_id.into(),
             settings,
