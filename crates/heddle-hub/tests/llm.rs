@@ -925,10 +925,22 @@ async fn images_go_as_vision_parts_and_other_files_are_refused() {
     assert_eq!(state(&refused), v1::TaskState::Failed);
     let why = status_text(&refused);
     assert!(why.contains("application/pdf"), "{why}");
+    let http = send(
+        &client,
+        request(
+            vec![v1::Part::url("http://img.example/cat.png", "image/png")],
+            "",
+            "",
+        ),
+    )
+    .await;
+    assert_eq!(state(&http), v1::TaskState::Failed);
+    let why = status_text(&http);
+    assert!(why.contains("must be https"), "{why}");
     assert_eq!(
         s.requests().len(),
         1,
-        "nothing was sent for the refused file"
+        "nothing was sent for the refused parts"
     );
 }
 

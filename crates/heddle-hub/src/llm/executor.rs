@@ -65,6 +65,8 @@ pub struct LlmAgent {
     agent_id: String,
     settings: LlmSettings,
     endpoint: String,
+    /// The entry's `allow_http`: image URLs may be http too.
+    allow_http: bool,
     http: reqwest::Client,
     key: Option<Secret>,
     store: Arc<dyn TaskStore>,
@@ -123,6 +125,7 @@ impl LlmAgent {
             agent_id: agent_id.into(),
             settings,
             endpoint,
+            allow_http,
             http,
             key,
             store,
@@ -138,7 +141,7 @@ impl LlmAgent {
 
     async fn run(&self, ctx: &RequestContext, events: &TaskEvents) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(self.settings.timeout_secs);
-        let new = match conversation::content(&ctx.message, true) {
+        let new = match conversation::content(&ctx.message, true, self.allow_http) {
             Ok(c) => c,
             Err(refusal) => {
                 events.fail(&refusal).await.map_err(|e| e.to_string())?;
