@@ -612,6 +612,53 @@ async fn a_429_past_the_deadline_fails_the_task_saying_so() {
 }
 
 #[tokio::test]
+async fn a_429_past_the_retry_cap_fails_the_task_saying_so() {
+    let (s, client) = hub().await;
+    s.script((0..6).map(|_| Reply::Error(429, "Busy", Some("0"))));
+    let task = send(&client, text("Hi")).await;
+    assert_eq!(state(&task), v1::TaskState::Failed);
+    let why = status_text(&task);
+    assert!(why.contains("retry cap (5 retries)"), "{why}");
+    assert_eq!(s.requests().len(), 6);
+}
+
+#[tokio::test]
+async fn without_history_the_continued_task_is_still_sent() {
+    let (s, base_url) = standin().await;
+    let mut settings = LlmSettings::new("standin-model", base_url);
+    settings.history_messages = 0;
+    let client = hub_with(
+        settings,
+        SecretSource::from_values(Vec::<(String, String)>::new()),
+    )
+    .await;
+    s.script([Reply::Ask("Which city?"), Reply::Text(vec!["Sunny."])]);
+    let asked = send(&client, text("What's the weather?")).await;
+    assert_eq!(state(&asked), v1::TaskState::InputRequired, "{asked:?}");
+    let done = send(
+        &client,
+        request(vec![v1::Part::text("Paris")], &asked.context_id, &asked.id),
+    )
+    .await;
+    assert_eq!(state(&done), v1::TaskState::Completed, "{done:?}");
+    assert_eq!(
+        messages(&s.requests()[1]),
+        [
+            said("user", "What's the weather?"),
+            said("assistant", "Which city?"),
+            said("user", "Paris"),
+        ]
+    );
+    // A new task of the context starts afresh.
+    send(
+        &client,
+        request(vec![v1::Part::text("Umbrella?")], &asked.context_id, ""),
+    )
+    .await;
+    assert_eq!(messages(&s.requests()[2]), [said("user", "Umbrella?")]);
+}
+
+#[tokio::test]
 async fn an_absurd_retry_after_fails_the_task_or_waits_a_bounded_time() {
     let (s, client) = hub().await;
     s.script([Reply::Error(

@@ -166,9 +166,11 @@ fn push_history(task: &v1::Task, out: &mut Vec<ChatMessage>) {
 }
 
 /// The history of a context from its stored tasks (newest first, as the
-/// store lists them), without the task `current`, within the budget: at
-/// most `max_messages` messages and `max_chars` characters, the oldest
-/// dropped first.
+/// store lists them), without the task `current`, then the turns of the
+/// task being `continued`, within the budget: at most `max_messages`
+/// messages and `max_chars` characters, the oldest dropped first; the
+/// continued task's turns are never dropped (its question is what the
+/// reply answers).
 pub(crate) fn history(
     mut tasks: Vec<v1::Task>,
     current: &str,
@@ -181,15 +183,16 @@ pub(crate) fn history(
     for t in tasks.iter().filter(|t| t.id != current) {
         task_turns(t, &mut out);
     }
+    let earlier = out.len();
     if let Some(t) = continued {
         open_task_turns(t, &mut out);
     }
     let mut chars: usize = out.iter().map(ChatMessage::chars).sum();
-    let mut drop = out.len().saturating_sub(max_messages);
+    let mut drop = out.len().saturating_sub(max_messages).min(earlier);
     for m in &out[..drop] {
         chars -= m.chars();
     }
-    while chars > max_chars && drop < out.len() {
+    while chars > max_chars && drop < earlier {
         chars -= out[drop].chars();
         drop += 1;
     }

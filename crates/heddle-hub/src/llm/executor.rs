@@ -182,10 +182,17 @@ impl LlmAgent {
         .map_err(|e| e.to_string())
     }
 
-    /// The earlier turns of the conversation, from the store.
+    /// The earlier turns of the conversation, from the store, and those of
+    /// the task being continued (sent even when `history_messages` is 0).
     async fn history(&self, ctx: &RequestContext) -> Result<Vec<ChatMessage>, String> {
         if self.settings.history_messages == 0 {
-            return Ok(Vec::new());
+            return Ok(conversation::history(
+                Vec::new(),
+                &ctx.task_id,
+                ctx.task.as_deref(),
+                0,
+                self.settings.history_chars,
+            ));
         }
         let scope = Scope::new(self.agent_id.clone(), ctx.caller.id.clone());
         let query = ListQuery {
@@ -375,10 +382,16 @@ impl LlmAgent {
                     tokio::time::sleep(wait).await;
                     continue;
                 }
-                return Err(format!(
-                    "the model endpoint kept refusing for too many requests (429) after {attempt} tries; the next try (in {wait:?}) would pass the {} s deadline: {why}",
-                    self.settings.timeout_secs
-                ));
+                return Err(if attempt > MAX_RETRIES {
+                    format!(
+                        "the model endpoint kept refusing for too many requests (429): {attempt} tries, the retry cap ({MAX_RETRIES} retries) reached: {why}"
+                    )
+                } else {
+                    format!(
+                        "the model endpoint kept refusing for too many requests (429) after {attempt} tries; the next try (in {wait:?}) would pass the {} s deadline: {why}",
+                        self.settings.timeout_secs
+                    )
+                });
             }
             let hint = match status.as_u16() {
                 401 | 403 => " (check the API key the agent is configured with)",

@@ -97,7 +97,8 @@ pub struct LlmSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
     /// Most earlier messages of the conversation sent with a new one; the
-    /// oldest are dropped first (default 40; 0 sends none).
+    /// oldest are dropped first (default 40; 0 sends none but those of the
+    /// task being continued, which are always sent).
     #[serde(default = "default_history_messages")]
     pub history_messages: usize,
     /// Most characters of earlier messages sent (default 100 000); the
