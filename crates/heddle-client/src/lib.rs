@@ -42,6 +42,7 @@ mod oauth;
 mod options;
 mod poll;
 mod push;
+mod retry_after;
 mod transport;
 mod trust;
 pub mod webhook;
@@ -58,5 +59,6 @@ pub use oauth::{ClientCredentials, TokenSource, TokenUrlRefusal, token_url_from_
 pub use options::{Binding, ClientOptions, Polling, WireLog, http_client};
 /// The HTTP client crate, for callers that share a client.
 pub use reqwest;
+pub use retry_after::{MAX_RETRY_AFTER, retry_after};
 pub use transport::EventStream;
 pub use trust::{CardVerification, ClientIdentity, TlsOptions, jku_trusted};

@@ -176,14 +176,7 @@ impl HttpCore {
             .filter_map(|v| v.to_str().ok())
             .collect();
         let challenge = (!challenges.is_empty()).then(|| challenges.join(" | "));
-        // Retry-After in its delay-seconds form (the HTTP-date form is rare
-        // from APIs and is treated as absent).
-        let retry_after = resp
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+        let retry_after = crate::retry_after(resp.headers());
         let body = crate::body::read_limited(resp, self.max_body_bytes, "response body").await?;
         self.log(|| format!("< HTTP {status}\n< {}", String::from_utf8_lossy(&body)));
         if (200..300).contains(&status) {

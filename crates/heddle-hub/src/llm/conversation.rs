@@ -28,11 +28,16 @@ pub(crate) const INPUT_MODES: &[&str] = &[
 const INLINE_IMAGES: &[&str] = &["image/png", "image/jpeg", "image/webp", "image/gif"];
 
 /// A message as chat content. Images go as vision parts: by URL (any
-/// `image/*` at an http(s) URL) or, for bytes of a type in
-/// [`INLINE_IMAGES`], as a `data:` URL. Any other file part is refused
-/// (`Err` names its media type) when `strict`, and else stands as a short
-/// note, so an old turn never fails a new one.
-pub(crate) fn content(message: &v1::Message, strict: bool) -> Result<Content, String> {
+/// `image/*` at an https URL, or http when `allow_http`) or, for bytes of
+/// a type in [`INLINE_IMAGES`], as a `data:` URL. Any other file part is
+/// refused (`Err` names its media type, or the URL's scheme) when
+/// `strict`, and else stands as a short note, so an old turn never fails
+/// a new one.
+pub(crate) fn content(
+    message: &v1::Message,
+    strict: bool,
+    allow_http: bool,
+) -> Result<Content, String> {
     let mut parts = Vec::new();
     for part in &message.parts {
         match &part.content {
@@ -42,11 +47,18 @@ pub(crate) fn content(message: &v1::Message, strict: bool) -> Result<Content, St
             }),
             Some(PartContent::Url(url))
                 if part.media_type.starts_with("image/")
-                    && (url.starts_with("https://") || url.starts_with("http://")) =>
+                    && (starts_with_ignore_case(url, "https://")
+                        || (allow_http && starts_with_ignore_case(url, "http://"))) =>
             {
                 parts.push(ContentPart::ImageUrl {
                     image_url: ImageUrl { url: url.clone() },
                 });
+            }
+            Some(PartContent::Url(url)) if strict && part.media_type.starts_with("image/") => {
+                let scheme = url.split_once(':').map_or("", |(s, _)| s);
+                return Err(format!(
+                    "unsupported part: an image URL must be https, not {scheme:?} (an http URL needs allow_http = true on the agent's entry)"
+                ));
             }
             Some(PartContent::Raw(bytes)) if INLINE_IMAGES.contains(&part.media_type.as_str()) => {
                 use base64::Engine as _;
@@ -96,6 +108,11 @@ pub(crate) fn content(message: &v1::Message, strict: bool) -> Result<Content, St
     Ok(Content::Text(text.join("\n")))
 }
 
+fn starts_with_ignore_case(s: &str, prefix: &str) -> bool {
+    s.get(..prefix.len())
+        .is_some_and(|p| p.eq_ignore_ascii_case(prefix))
+}
+
 fn role(m: &v1::Message) -> Role {
     if m.role() == v1::Role::Agent {
         Role::Assistant
@@ -137,8 +154,9 @@ pub(crate) fn open_task_turns(task: &v1::Task, out: &mut Vec<ChatMessage>) {
 
 fn push_history(task: &v1::Task, out: &mut Vec<ChatMessage>) {
     for m in &task.history {
-        // Content is lenient here: a refused part of an old turn is a note.
-        if let Ok(content) = content(m, false) {
+        // Content is lenient here: a refused part of an old turn is a note,
+        // and its image URLs were checked when it was new.
+        if let Ok(content) = content(m, false, true) {
             out.push(ChatMessage {
                 role: role(m),
                 content,
@@ -148,9 +166,11 @@ fn push_history(task: &v1::Task, out: &mut Vec<ChatMessage>) {
 }
 
 /// The history of a context from its stored tasks (newest first, as the
-/// store lists them), without the task `current`, within the budget: at
-/// most `max_messages` messages and `max_chars` characters, the oldest
-/// dropped first.
+/// store lists them), without the task `current`, then the turns of the
+/// task being `continued`, within the budget: at most `max_messages`
+/// messages and `max_chars` characters, the oldest dropped first; the
+/// continued task's turns are never dropped (its question is what the
+/// reply answers).
 pub(crate) fn history(
     mut tasks: Vec<v1::Task>,
     current: &str,
@@ -163,15 +183,16 @@ pub(crate) fn history(
     for t in tasks.iter().filter(|t| t.id != current) {
         task_turns(t, &mut out);
     }
+    let earlier = out.len();
     if let Some(t) = continued {
         open_task_turns(t, &mut out);
     }
     let mut chars: usize = out.iter().map(ChatMessage::chars).sum();
-    let mut drop = out.len().saturating_sub(max_messages);
+    let mut drop = out.len().saturating_sub(max_messages).min(earlier);
     for m in &out[..drop] {
         chars -= m.chars();
     }
-    while chars > max_chars && drop < out.len() {
+    while chars > max_chars && drop < earlier {
         chars -= out[drop].chars();
         drop += 1;
     }
@@ -208,15 +229,15 @@ mod tests {
         let mut m = user("look");
         m.parts.push(v1::Part::data(serde_json::json!({"a": 1})));
         assert_eq!(
-            content(&m, true),
+            content(&m, true, false),
             Ok(Content::Text("look\n{\"a\":1}".into()))
         );
         m.parts
             .push(v1::Part::url("https://img.example/a.png", "image/png"));
-        assert!(matches!(content(&m, true), Ok(Content::Parts(p)) if p.len() == 3));
+        assert!(matches!(content(&m, true, false), Ok(Content::Parts(p)) if p.len() == 3));
         m.parts
             .push(v1::Part::raw(vec![1, 2, 3], "image/png", "a.png"));
-        match content(&m, true) {
+        match content(&m, true, false) {
             Ok(Content::Parts(p)) => assert_eq!(
                 p[3],
                 ContentPart::ImageUrl {
@@ -231,15 +252,21 @@ mod tests {
         tiff.parts
             .push(v1::Part::raw(vec![1], "image/tiff", "a.tif"));
         assert!(
-            content(&tiff, true)
+            content(&tiff, true, false)
                 .expect_err("tiff")
                 .contains("image/tiff")
         );
         m.parts
             .push(v1::Part::url("https://x.example/a.pdf", "application/pdf"));
-        let err = content(&m, true).expect_err("pdf");
+        let mut http = user("look");
+        http.parts
+            .push(v1::Part::url("http://img.example/a.png", "image/png"));
+        assert!(matches!(content(&http, true, true), Ok(Content::Parts(_))));
+        let err = content(&http, true, false).expect_err("http");
+        assert!(err.contains("https") && err.contains("allow_http"), "{err}");
+        let err = content(&m, true, false).expect_err("pdf");
         assert!(err.contains("application/pdf"), "{err}");
-        assert!(content(&m, false).is_ok());
+        assert!(content(&m, false, false).is_ok());
     }
 
     #[test]

@@ -4,8 +4,12 @@
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use futures::StreamExt as _;
-use heddle_client::{Secret, reqwest};
-use heddle_core::{v1, wkt::Struct};
+use heddle_client::{Secret, reqwest, retry_after};
+use heddle_core::{
+    sse::{EventTooLarge, SseDecoder},
+    v1,
+    wkt::Struct,
+};
 use heddle_server::{AgentError, AgentExecutor, RequestContext, TaskEvents};
 use heddle_store::{ListQuery, Scope, TaskStore};
 use serde_json::{Value, json};
@@ -13,11 +17,8 @@ use tokio::time::Instant;
 
 use super::{
     ASK_USER_TOOL, LlmError, LlmSettings, USAGE_KEY, conversation,
-    retry::{backoff, retry_after},
-    wire::{
-        ChatMessage, ChatRequest, Chunk, ErrorEnvelope, Role, SseDecoder, SseError, StreamOptions,
-        Usage, tools,
-    },
+    retry::backoff,
+    wire::{ChatMessage, ChatRequest, Chunk, ErrorEnvelope, Role, StreamOptions, Usage, tools},
 };
 use crate::remote::SecretSource;
 
@@ -27,8 +28,11 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Largest server-sent event (or line) read from the endpoint.
 const MAX_EVENT_BYTES: usize = 1 << 20;
-/// Largest answer (text, or a tool call's arguments) kept from one call.
+/// Largest answer from one call: its text, refusal, tool names and
+/// arguments together.
 const MAX_ANSWER_BYTES: usize = 4 << 20;
+/// Most tool calls in one answer.
+const MAX_TOOL_CALLS: usize = 8;
 /// Largest error body read.
 const MAX_ERROR_BYTES: usize = 64 << 10;
 /// 429 answers retried at most this many times (within the turn's deadline).
@@ -61,6 +65,8 @@ pub struct LlmAgent {
     agent_id: String,
     settings: LlmSettings,
     endpoint: String,
+    /// The entry's `allow_http`: image URLs may be http too.
+    allow_http: bool,
     http: reqwest::Client,
     key: Option<Secret>,
     store: Arc<dyn TaskStore>,
@@ -110,14 +116,16 @@ impl LlmAgent {
             .user_agent(concat!("heddle-hub/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| LlmError::Client(e.to_string()))?;
-        let endpoint = format!(
-            "{}/chat/completions",
-            settings.base_url.trim_end_matches('/')
-        );
+        let endpoint =
+            super::chat_endpoint(&settings.base_url).map_err(|problem| LlmError::Settings {
+                field: "llm.base_url",
+                problem,
+            })?;
         Ok(Self {
             agent_id: agent_id.into(),
             settings,
             endpoint,
+            allow_http,
             http,
             key,
             store,
@@ -133,7 +141,7 @@ impl LlmAgent {
 
     async fn run(&self, ctx: &RequestContext, events: &TaskEvents) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(self.settings.timeout_secs);
-        let new = match conversation::content(&ctx.message, true) {
+        let new = match conversation::content(&ctx.message, true, self.allow_http) {
             Ok(c) => c,
             Err(refusal) => {
                 events.fail(&refusal).await.map_err(|e| e.to_string())?;
@@ -174,10 +182,17 @@ impl LlmAgent {
         .map_err(|e| e.to_string())
     }
 
-    /// The earlier turns of the conversation, from the store.
+    /// The earlier turns of the conversation, from the store, and those of
+    /// the task being continued (sent even when `history_messages` is 0).
     async fn history(&self, ctx: &RequestContext) -> Result<Vec<ChatMessage>, String> {
         if self.settings.history_messages == 0 {
-            return Ok(Vec::new());
+            return Ok(conversation::history(
+                Vec::new(),
+                &ctx.task_id,
+                ctx.task.as_deref(),
+                0,
+                self.settings.history_chars,
+            ));
         }
         let scope = Scope::new(self.agent_id.clone(), ctx.caller.id.clone());
         let query = ListQuery {
@@ -212,13 +227,17 @@ impl LlmAgent {
         };
         let prompt = usage.prompt_tokens.unwrap_or(0);
         let completion = usage.completion_tokens.unwrap_or(0);
-        let total = usage.total_tokens.unwrap_or(prompt + completion);
+        let total = usage
+            .total_tokens
+            .unwrap_or(prompt.saturating_add(completion));
+        // The counts are the endpoint's (and the task's metadata) word: they
+        // saturate rather than overflow.
         json!({
             "model": self.settings.model,
-            "promptTokens": prior("promptTokens") + prompt,
-            "completionTokens": prior("completionTokens") + completion,
-            "totalTokens": prior("totalTokens") + total,
-            "calls": prior("calls") + 1,
+            "promptTokens": prior("promptTokens").saturating_add(prompt),
+            "completionTokens": prior("completionTokens").saturating_add(completion),
+            "totalTokens": prior("totalTokens").saturating_add(total),
+            "calls": prior("calls").saturating_add(1),
         })
     }
 
@@ -282,16 +301,12 @@ impl LlmAgent {
                 }
                 None => {
                     ended = true;
-                    sse.finish().map(|d| d.into_iter().collect())
+                    // The end of the body ends an event left open.
+                    sse.push(b"\n\n")
                 }
             }
-            .map_err(|e| match e {
-                SseError::TooLarge(n) => {
-                    format!("the model endpoint sent a stream event larger than {n} bytes")
-                }
-                SseError::NotUtf8 => {
-                    "the model endpoint sent a stream that is not UTF-8".to_owned()
-                }
+            .map_err(|EventTooLarge(n)| {
+                format!("the model endpoint sent a stream event larger than {n} bytes")
             })?;
             for data in datas {
                 if data.trim() == "[DONE]" {
@@ -356,19 +371,27 @@ impl LlmAgent {
                 return Ok(response);
             }
             let retry_after = retry_after(response.headers());
-            let why = self.error_text(response).await;
+            let why = self.error_text(response, deadline).await;
             if status == reqwest::StatusCode::TOO_MANY_REQUESTS {
                 attempt += 1;
                 let wait = retry_after.unwrap_or_else(|| backoff(attempt));
-                if attempt <= MAX_RETRIES && Instant::now() + wait < deadline {
+                if attempt <= MAX_RETRIES
+                    && wait < deadline.saturating_duration_since(Instant::now())
+                {
                     tracing::debug!(agent = %self.agent_id, ?wait, attempt, "model endpoint rate limited; retrying");
                     tokio::time::sleep(wait).await;
                     continue;
                 }
-                return Err(format!(
-                    "the model endpoint kept refusing for too many requests (429) after {attempt} tries; the next try (in {wait:?}) would pass the {} s deadline: {why}",
-                    self.settings.timeout_secs
-                ));
+                return Err(if attempt > MAX_RETRIES {
+                    format!(
+                        "the model endpoint kept refusing for too many requests (429): {attempt} tries, the retry cap ({MAX_RETRIES} retries) reached: {why}"
+                    )
+                } else {
+                    format!(
+                        "the model endpoint kept refusing for too many requests (429) after {attempt} tries; the next try (in {wait:?}) would pass the {} s deadline: {why}",
+                        self.settings.timeout_secs
+                    )
+                });
             }
             let hint = match status.as_u16() {
                 401 | 403 => " (check the API key the agent is configured with)",
@@ -389,19 +412,15 @@ impl LlmAgent {
     }
 
     /// An error body as text: the endpoint's `error.message` when it sent
-    /// one, else the start of the body; bounded, scrubbed.
-    async fn error_text(&self, response: reqwest::Response) -> String {
-        let mut body = Vec::new();
-        let mut stream = response.bytes_stream();
-        while let Ok(Some(Ok(bytes))) =
-            tokio::time::timeout(Duration::from_secs(5), stream.next()).await
-        {
-            body.extend_from_slice(&bytes);
-            if body.len() >= MAX_ERROR_BYTES {
-                body.truncate(MAX_ERROR_BYTES);
-                break;
-            }
-        }
+    /// one, else the start of the body; read within the turn's deadline and
+    /// [`MAX_ERROR_BYTES`], scrubbed.
+    async fn error_text(&self, response: reqwest::Response, deadline: Instant) -> String {
+        let read = heddle_client::read_limited(response, MAX_ERROR_BYTES, "error body");
+        let body = match tokio::time::timeout_at(deadline, read).await {
+            Ok(Ok(body)) => body,
+            Ok(Err(e)) => return self.scrub(&format!("its body could not be read ({e})")),
+            Err(_) => return "its body did not arrive within the deadline".to_owned(),
+        };
         let text = match serde_json::from_slice::<ErrorEnvelope>(&body) {
             Ok(e) => e.error.describe(),
             Err(_) => {
@@ -430,6 +449,8 @@ struct Answer<'a> {
     started: bool,
     refusal: String,
     tools: BTreeMap<u64, (String, String)>,
+    /// Bytes received in the answer so far, in all its fields.
+    bytes: usize,
     usage: Option<Usage>,
 }
 
@@ -444,36 +465,52 @@ impl<'a> Answer<'a> {
             started: false,
             refusal: String::new(),
             tools: BTreeMap::new(),
+            bytes: 0,
             usage: None,
         }
     }
 
+    /// Counts `n` more bytes of the answer; past [`MAX_ANSWER_BYTES`] the
+    /// answer is refused.
+    fn count(&mut self, n: usize) -> Result<(), String> {
+        self.bytes = self.bytes.saturating_add(n);
+        if self.bytes > MAX_ANSWER_BYTES {
+            return Err(format!(
+                "the model's answer (its text, refusal and tool calls) is longer than {MAX_ANSWER_BYTES} bytes"
+            ));
+        }
+        Ok(())
+    }
+
     async fn delta(&mut self, delta: super::wire::Delta) -> Result<(), String> {
-        let too_long = || format!("the model's answer is longer than {MAX_ANSWER_BYTES} bytes");
         if let Some(r) = delta.refusal {
+            self.count(r.len())?;
             self.refusal.push_str(&r);
         }
         for call in delta.tool_calls.unwrap_or_default() {
-            let entry = self.tools.entry(call.index.unwrap_or(0)).or_default();
-            if let Some(f) = call.function {
-                if let Some(n) = f.name {
-                    entry.0.push_str(&n);
-                }
-                if let Some(a) = f.arguments {
-                    entry.1.push_str(&a);
-                }
+            let index = call.index.unwrap_or(0);
+            if !self.tools.contains_key(&index) && self.tools.len() >= MAX_TOOL_CALLS {
+                return Err(format!(
+                    "the model made more than {MAX_TOOL_CALLS} tool calls in one answer"
+                ));
             }
-            if entry.1.len() > MAX_ANSWER_BYTES {
-                return Err(too_long());
+            let function = call.function.unwrap_or_default();
+            let name = function.name.filter(|n| !n.is_empty());
+            let args = function.arguments.unwrap_or_default();
+            self.count(name.as_deref().map_or(0, str::len) + args.len())?;
+            let entry = self.tools.entry(index).or_default();
+            // The name comes whole (some endpoints repeat it in every delta);
+            // the arguments come in pieces.
+            if let Some(n) = name {
+                entry.0 = n;
             }
+            entry.1.push_str(&args);
         }
         let Some(piece) = delta.content.filter(|c| !c.is_empty()) else {
             return Ok(());
         };
+        self.count(piece.len())?;
         self.text.push_str(&piece);
-        if self.text.len() > MAX_ANSWER_BYTES {
-            return Err(too_long());
-        }
         if self.streaming
             && let Some(prev) = self.held.replace(piece)
         {

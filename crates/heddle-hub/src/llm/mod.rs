@@ -97,7 +97,8 @@ pub struct LlmSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
     /// Most earlier messages of the conversation sent with a new one; the
-    /// oldest are dropped first (default 40; 0 sends none).
+    /// oldest are dropped first (default 40; 0 sends none but those of the
+    /// task being continued, which are always sent).
     #[serde(default = "default_history_messages")]
     pub history_messages: usize,
     /// Most characters of earlier messages sent (default 100 000); the
@@ -266,7 +267,21 @@ fn check_base_url(url: &str, allow_http: bool) -> Result<(), String> {
     if !parsed.username().is_empty() || parsed.password().is_some() {
         return Err("credentials in the URL are refused; name the key in api_key_env".to_owned());
     }
-    Ok(())
+    chat_endpoint(url).map(drop)
+}
+
+/// `{base_url}/chat/completions`, the path extended and a query (such as
+/// `?api-version=…`) kept; a fragment is refused, being never sent.
+pub(crate) fn chat_endpoint(base_url: &str) -> Result<String, String> {
+    let mut url = url::Url::parse(base_url).map_err(|e| e.to_string())?;
+    if url.fragment().is_some() {
+        return Err("a fragment (#…) in the base URL is refused: it is never sent".to_owned());
+    }
+    url.path_segments_mut()
+        .map_err(|()| "the base URL cannot have a path".to_owned())?
+        .pop_if_empty()
+        .extend(["chat", "completions"]);
+    Ok(url.into())
 }
 
 fn is_loopback(url: &url::Url) -> bool {
@@ -291,6 +306,23 @@ mod tests {
         assert!(
             toml::from_str::<LlmSettings>("model = \"m\"\nbase_url = \"x\"\napi_key = \"sk\"\n")
                 .is_err()
+        );
+    }
+
+    #[test]
+    fn the_endpoint_extends_the_path_and_keeps_the_query() {
+        assert_eq!(
+            chat_endpoint("https://api.example/v1/").as_deref(),
+            Ok("https://api.example/v1/chat/completions")
+        );
+        assert_eq!(
+            chat_endpoint("https://az.example/openai/deployments/d?api-version=2024-06-01")
+                .as_deref(),
+            Ok("https://az.example/openai/deployments/d/chat/completions?api-version=2024-06-01")
+        );
+        let fragment = LlmSettings::new("m", "https://api.example/v1#x");
+        assert!(
+            matches!(fragment.check(false), Err(("llm.base_url", why)) if why.contains("fragment"))
         );
     }
 
