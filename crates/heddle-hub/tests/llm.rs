@@ -717,6 +717,19 @@ async fn an_answer_past_its_bounds_fails_the_task_saying_so() {
     assert_eq!(state(&task), v1::TaskState::Failed);
     let why = status_text(&task);
     assert!(why.contains("more than 8 tool calls"), "{why}");
+
+    // A refusal within the bounds is the reason, shortened for a person.
+    let long = "no ".repeat(2000);
+    s.script([Reply::Events(vec![
+        chunk(json!({"refusal": long}), None),
+        chunk(json!({}), Some("stop")),
+        "data: [DONE]\n\n".to_owned(),
+    ])]);
+    let task = send(&client, text("Hi")).await;
+    assert_eq!(state(&task), v1::TaskState::Failed);
+    let why = status_text(&task);
+    assert!(why.starts_with("the model refused: no no"), "{why}");
+    assert!(why.chars().count() < 1100 && why.ends_with('…'), "{why}");
 }
 
 #[tokio::test]

@@ -546,7 +546,13 @@ impl<'a> Answer<'a> {
     /// The last chunk (or the one artifact), and what the model asked for.
     async fn settle(&mut self, reason: Option<&str>) -> Result<Option<String>, String> {
         if !self.refusal.is_empty() {
-            return Err(format!("the model refused: {}", self.refusal));
+            // The reason is the task's status message: a person reads it.
+            const SHOWN: usize = 1000;
+            let refusal = match self.refusal.char_indices().nth(SHOWN) {
+                Some((end, _)) => format!("{}…", &self.refusal[..end]),
+                None => self.refusal.clone(),
+            };
+            return Err(format!("the model refused: {refusal}"));
         }
         if reason == Some("content_filter") {
             return Err("the model endpoint withheld the answer (its content filter)".to_owned());
