@@ -21,6 +21,8 @@ use axum::{
     response::{IntoResponse, Response},
     routing::post,
 };
+mod live;
+
 use futures::StreamExt;
 use heddle_client::{A2aClient, ClientOptions, SendReply};
 use heddle_core::v1::{self, stream_response::Payload};
@@ -30,6 +32,7 @@ use heddle_hub::{
     registry::AgentEntry,
     remote::SecretSource,
 };
+use live::{installed, interop_dir};
 use serde_json::{Value, json};
 
 /// The API key the hub is given; never to be seen in a task.
@@ -1032,28 +1035,6 @@ async fn a_missing_key_secret_is_refused_at_registration() {
         .await
         .expect_err("plain http off loopback");
     assert!(err.to_string().contains("llm.base_url"), "{err}");
-}
-
-fn interop_dir() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop")
-}
-
-/// Whether `needed` (installed by `tests/interop/setup.sh`) exists; if
-/// not, says the test is skipped, or fails when HEDDLE_REQUIRE_INTEROP=1.
-fn installed(needed: &std::path::Path, what: &str) -> bool {
-    if needed.exists() {
-        return true;
-    }
-    assert!(
-        std::env::var("HEDDLE_REQUIRE_INTEROP").as_deref() != Ok("1"),
-        "HEDDLE_REQUIRE_INTEROP=1 but {} is missing: run tests/interop/setup.sh",
-        needed.display()
-    );
-    println!(
-        "skipped: the {what} client flows need tests/interop/setup.sh (no {})",
-        needed.display()
-    );
-    false
 }
 
 /// Runs an official SDK's client flows (`script AGENT_URL`) against an llm

@@ -7,7 +7,7 @@
 //! (`tests/interop/python/hub_remote_flows.py`).
 
 use std::{
-    path::{Path, PathBuf},
+    path::PathBuf,
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -29,7 +29,7 @@ use serde_json::json;
 
 mod live;
 
-use live::{Served, bearer, call, card};
+use live::{Served, bearer, call, card, installed, interop_dir};
 
 const TOKEN: &str = "remote-registry-admin-token";
 
@@ -279,29 +279,6 @@ async fn a_heddle_upstream_registered_at_run_time_is_served_and_its_card_outlive
 
 // ---- the official SDK servers as upstreams --------------------------------------------
 
-fn interop_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop")
-}
-
-/// `Some(program)` when `needed` exists; otherwise says why the test is
-/// skipped, or fails when HEDDLE_REQUIRE_INTEROP=1.
-fn interop(program: PathBuf, needed: &Path, what: &str) -> Option<PathBuf> {
-    if needed.exists() {
-        return Some(program);
-    }
-    let required = std::env::var("HEDDLE_REQUIRE_INTEROP").is_ok_and(|v| v == "1");
-    assert!(
-        !required,
-        "HEDDLE_REQUIRE_INTEROP=1 but {} is missing: run tests/interop/setup.sh",
-        needed.display()
-    );
-    println!(
-        "skipped: the {what} upstream needs tests/interop/setup.sh (no {})",
-        needed.display()
-    );
-    None
-}
-
 async fn free_port() -> u16 {
     let (l, addr) = live::bind().await;
     drop(l);
@@ -426,7 +403,7 @@ async fn sdk_flows(c: &A2aClient, wire: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_python_sdk_agent_registered_at_run_time_works_through_the_hub() {
     let venv = interop_dir().join(".venv/bin/python");
-    let Some(python) = interop(venv.clone(), &venv, "Python a2a-sdk") else {
+    let Some(python) = installed(&venv, "Python a2a-sdk").then(|| venv.clone()) else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
@@ -475,7 +452,7 @@ async fn a_python_sdk_agent_registered_at_run_time_works_through_the_hub() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_js_sdk_agent_registered_at_run_time_sends_and_streams_through_the_hub() {
     let modules = interop_dir().join("node_modules/@a2a-js/sdk");
-    let Some(node) = interop(PathBuf::from("node"), &modules, "JS @a2a-js/sdk") else {
+    let Some(node) = installed(&modules, "JS @a2a-js/sdk").then(|| PathBuf::from("node")) else {
         return;
     };
     let hub = hub_on(live::memory()).await;

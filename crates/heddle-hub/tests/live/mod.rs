@@ -196,3 +196,27 @@ pub fn bearer(token: &str) -> String {
 pub fn memory() -> Arc<heddle_store::MemoryStore> {
     Arc::new(heddle_store::MemoryStore::default())
 }
+
+/// `tests/interop`, where `tests/interop/setup.sh` installs the official SDKs.
+pub fn interop_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop")
+}
+
+/// Whether `needed` (installed by `tests/interop/setup.sh`) exists; if
+/// not, says the test that needs `what` is skipped, or fails when
+/// HEDDLE_REQUIRE_INTEROP=1.
+pub fn installed(needed: &std::path::Path, what: &str) -> bool {
+    if needed.exists() {
+        return true;
+    }
+    assert!(
+        std::env::var("HEDDLE_REQUIRE_INTEROP").as_deref() != Ok("1"),
+        "HEDDLE_REQUIRE_INTEROP=1 but {} is missing: run tests/interop/setup.sh",
+        needed.display()
+    );
+    println!(
+        "skipped: the {what} test needs tests/interop/setup.sh (no {})",
+        needed.display()
+    );
+    false
+}
