@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Installs the pinned official A2A SDKs (clients and servers) for the interop tests:
+# Installs the pinned official A2A SDKs (clients and servers) for the interop tests,
+# and the MCP servers behind the hub's `kind = "mcp"` agents' tests:
 #   tests/interop/.venv          python3 -m venv + pip install -r python/requirements.txt
-#                                -r python/server-requirements.txt
-#   tests/interop/node_modules   npm ci from package.json + package-lock.json
+#                                -r python/server-requirements.txt (a2a-sdk, and
+#                                mcp==2.3.0 for python/mcp_server.py)
+#   tests/interop/node_modules   npm ci from package.json + package-lock.json (@a2a-js/sdk,
+#                                and @modelcontextprotocol/server-everything 2026.8.31:
+#                                node node_modules/@modelcontextprotocol/server-everything/dist/index.js stdio)
 # Idempotent: each install is skipped while its stamp matches its pin files.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
