@@ -255,6 +255,7 @@ fn registry_error(e: &RegistryError) -> Response {
             problem(StatusCode::BAD_GATEWAY, "Upstream agent", &e.to_string())
         }
         RegistryError::Llm(_) => problem(StatusCode::BAD_REQUEST, "LLM agent", &e.to_string()),
+        RegistryError::Mcp(_) => problem(StatusCode::BAD_GATEWAY, "MCP server", &e.to_string()),
         RegistryError::Store(err) => {
             tracing::error!(error = %err, "admin API: registry store");
             problem(

@@ -9,17 +9,23 @@ use heddle_server::{AgentExecutor, AgentRoutes, RequestHandler, card_router};
 
 use crate::{
     AgentProfile, LiveAgent, Origin, RegistryError, Shared, auth, card_for_endpoints, llm,
-    manifest,
+    manifest, mcp,
     registry::{AgentEntry, AgentKind},
     remote, routes,
 };
 
+/// What an entry resolves to: its card profile, its executor, and an mcp
+/// agent's server.
+type Resolved = (
+    AgentProfile,
+    Arc<dyn AgentExecutor>,
+    Option<Arc<mcp::server::McpServer>>,
+);
+
 impl Shared {
-    /// The executor and card profile an entry names.
-    async fn resolve(
-        &self,
-        entry: &mut AgentEntry,
-    ) -> Result<(AgentProfile, Arc<dyn AgentExecutor>), RegistryError> {
+    /// The executor and card profile an entry names (and an mcp agent's
+    /// server, which the hub keeps across rebuilds of its card).
+    async fn resolve(&self, entry: &mut AgentEntry) -> Result<Resolved, RegistryError> {
         match entry.kind {
             AgentKind::Builtin => {
                 let name = entry.builtin_name();
@@ -33,11 +39,50 @@ impl Shared {
                             .join(", "),
                     )
                 })?;
-                Ok((b.profile.clone(), b.executor.clone()))
+                Ok((b.profile.clone(), b.executor.clone(), None))
             }
-            AgentKind::Remote => self.resolve_remote(entry).await,
-            AgentKind::Llm => self.resolve_llm(entry),
+            AgentKind::Remote => {
+                let (profile, executor) = self.resolve_remote(entry).await?;
+                Ok((profile, executor, None))
+            }
+            AgentKind::Llm => {
+                let (profile, executor) = self.resolve_llm(entry)?;
+                Ok((profile, executor, None))
+            }
+            AgentKind::Mcp => self.resolve_mcp(entry).await,
         }
+    }
+
+    /// An mcp entry's server (the running one when its settings are the
+    /// same), its tools listed (starting the server if need be), the card
+    /// made from them, and the executor.
+    async fn resolve_mcp(&self, entry: &AgentEntry) -> Result<Resolved, RegistryError> {
+        let settings = entry.mcp.as_ref().ok_or_else(|| {
+            RegistryError::Invalid(crate::registry::EntryError {
+                field: "mcp",
+                problem: "an mcp agent needs its settings".into(),
+            })
+        })?;
+        let failed = |e: mcp::McpError| RegistryError::Mcp(e.to_string());
+        let server = self
+            .mcp
+            .server(&entry.id, settings, entry.allow_http, &self.remote.secrets)
+            .map_err(failed)?;
+        let tools = server.ensure_tools().await.map_err(failed)?;
+        if tools.len() == 0 {
+            return Err(RegistryError::Mcp(format!(
+                "the MCP server {} lists no tools{}",
+                settings.shown(),
+                if settings.tools.is_some() {
+                    " of those in mcp.tools"
+                } else {
+                    ""
+                }
+            )));
+        }
+        let profile = mcp::profile(&entry.id, &tools, server.about().as_ref());
+        let agent = mcp::McpAgent::new(server.clone());
+        Ok((profile, Arc::new(agent), Some(server)))
     }
 
     /// An llm entry's executor; its key is read now, so a missing one is
@@ -130,12 +175,16 @@ impl Shared {
         // manifest, so its faults (a plain-http endpoint, say) are the
         // manifest's, reported above with every other violation.
         entry.check()?;
-        let (mut profile, mut executor) = self.resolve(&mut entry).await?;
+        let (mut profile, mut executor, mcp_server) = self.resolve(&mut entry).await?;
         if let Some(facts) = &entry.answer_metadata {
             profile.extensions.push(facts.extension());
             executor = facts.wrap(executor);
         }
         let mut check = self.message_checks.get(&entry.id).cloned();
+        if let Some(server) = &mcp_server {
+            // The tools' schemas, as they are when each message arrives.
+            check = Some(mcp::tools::ToolSet::message_check(server.tools_cell()));
+        }
         if let Some(m) = manifest {
             // The manifest speaks for the agent: its card and input rules.
             let from_manifest = m.profile(None);
@@ -216,6 +265,7 @@ impl Shared {
             handler,
             routes,
             root_card,
+            mcp: mcp_server,
         })
     }
 

@@ -296,6 +296,7 @@ impl HubBuilder {
             message_checks: self.message_checks,
             remote: self.remote,
             live: LiveTable::default(),
+            mcp: crate::mcp::server::Pool::default(),
             changes: tokio::sync::Mutex::new(()),
             #[cfg(feature = "grpc")]
             grpc: heddle_server::grpc::GrpcRouter::new(),
@@ -332,11 +333,36 @@ impl HubBuilder {
         if hub.shared.bindings.grpc {
             hub.grpc_routes = Some(hub.shared.grpc.routes().await);
         }
+        hub.follow_tool_changes();
         Ok(hub)
     }
 }
 
 impl Hub {
+    /// Rebuilds the card of an mcp agent whose server says its tools
+    /// changed. The task ends with the hub (it holds no strong reference).
+    fn follow_tool_changes(&self) {
+        let taken = self
+            .shared
+            .mcp
+            .changes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let Some(mut changes) = taken else { return };
+        let shared = Arc::downgrade(&self.shared);
+        tokio::spawn(async move {
+            while let Some(id) = changes.recv().await {
+                let Some(shared) = shared.upgrade() else {
+                    return;
+                };
+                if let Err(e) = shared.rebuild(&id).await {
+                    tracing::warn!(agent = %id, error = %e, "the card was not rebuilt after a tool change");
+                }
+            }
+        });
+    }
+
     /// Serves the registrations the store kept from earlier runs (they
     /// replace config entries of the same id: the admin changed those).
     async fn load_kept(&self) {
@@ -362,6 +388,9 @@ impl Hub {
             // Built, not re-put: the store has it already.
             match self.shared.build_agent(entry, Origin::Api).await {
                 Ok(agent) => {
+                    if let Some(server) = &agent.mcp {
+                        self.shared.mcp.keep(&agent.entry.id, server).await;
+                    }
                     // It may replace a config entry of the same id that
                     // gRPC serves already: a disabled one must leave it.
                     #[cfg(feature = "grpc")]

@@ -45,6 +45,8 @@ mod discovery;
 mod live;
 pub mod llm;
 pub mod manifest;
+pub mod mcp;
+mod outbound;
 pub mod registry;
 pub mod remote;
 mod routes;
@@ -142,6 +144,10 @@ pub enum RegistryError {
     /// An LLM agent cannot be built (its API key's secret is not set).
     #[error("llm agent: {0}")]
     Llm(String),
+    /// An MCP agent cannot be built (its server does not start, or lists
+    /// no tools).
+    #[error("mcp agent: {0}")]
+    Mcp(String),
     /// The registry could not be read or written.
     #[error("registry store: {0}")]
     Store(#[from] StoreError),
@@ -180,11 +186,55 @@ pub(crate) struct Shared {
     pub(crate) message_checks: BTreeMap<String, heddle_server::MessageCheck>,
     pub(crate) remote: RemoteSettings,
     pub(crate) live: live::LiveTable,
+    /// The servers of the mcp agents.
+    pub(crate) mcp: mcp::server::Pool,
     /// One registry change at a time: the store write and the table swap
     /// of one change are not interleaved with another's.
     pub(crate) changes: tokio::sync::Mutex<()>,
     #[cfg(feature = "grpc")]
     pub(crate) grpc: heddle_server::grpc::GrpcRouter,
+}
+
+impl Shared {
+    /// Keeps an API registration in the store, then swaps the agent in. The
+    /// caller holds `changes` (or nothing serves the hub yet).
+    async fn commit(&self, agent: LiveAgent) -> Result<AgentEntry, RegistryError> {
+        if agent.origin == Origin::Api
+            && let Some(registry) = &self.registry
+        {
+            let doc = serde_json::to_string(&agent.entry)
+                .map_err(|e| RegistryError::Upstream(e.to_string()))?;
+            registry.put_agent(&agent.entry.id, &doc).await?;
+        }
+        let entry = agent.entry.clone();
+        #[cfg(feature = "grpc")]
+        if entry.enabled {
+            self.grpc.insert(agent.handler.clone());
+        } else {
+            self.grpc.remove(&entry.id);
+        }
+        match &agent.mcp {
+            Some(server) => self.mcp.keep(&entry.id, server).await,
+            None => self.mcp.remove(&entry.id).await,
+        }
+        self.live.insert(agent);
+        Ok(entry)
+    }
+
+    /// Builds the agent `id` again from its registration, as it is now (an
+    /// mcp agent's card after its tools changed), unless it was removed.
+    pub(crate) async fn rebuild(&self, id: &str) -> Result<(), RegistryError> {
+        let Some(live) = self.live.get(id) else {
+            return Ok(());
+        };
+        let agent = self.build_agent(live.entry.clone(), live.origin).await?;
+        let _change = self.changes.lock().await;
+        match self.live.get(id) {
+            // Replaced meanwhile by a change of its own: that one stands.
+            Some(now) if Arc::ptr_eq(&now, &live) => self.commit(agent).await.map(drop),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// A server of many agents. Cheap to clone: clones share the registry.
@@ -310,6 +360,7 @@ impl Hub {
             .ok_or_else(|| RegistryError::NotFound(id.to_owned()))?;
         #[cfg(feature = "grpc")]
         self.shared.grpc.remove(id);
+        self.shared.mcp.remove(id).await;
         Ok(gone.entry.clone())
     }
 
@@ -341,25 +392,8 @@ impl Hub {
         self.commit(agent).await
     }
 
-    /// Keeps an API registration in the store, then swaps the agent in. The
-    /// caller holds `changes` (or nothing serves the hub yet).
     async fn commit(&self, agent: LiveAgent) -> Result<AgentEntry, RegistryError> {
-        if agent.origin == Origin::Api
-            && let Some(registry) = &self.shared.registry
-        {
-            let doc = serde_json::to_string(&agent.entry)
-                .map_err(|e| RegistryError::Upstream(e.to_string()))?;
-            registry.put_agent(&agent.entry.id, &doc).await?;
-        }
-        let entry = agent.entry.clone();
-        #[cfg(feature = "grpc")]
-        if entry.enabled {
-            self.shared.grpc.insert(agent.handler.clone());
-        } else {
-            self.shared.grpc.remove(&entry.id);
-        }
-        self.shared.live.insert(agent);
-        Ok(entry)
+        self.shared.commit(agent).await
     }
 
     /// The gRPC services of every agent (tenant = agent id; requests with no

@@ -39,6 +39,8 @@ pub struct LiveAgent {
     pub(crate) routes: Router,
     /// Its card at the root well-known paths, for the default agent.
     pub(crate) root_card: Router,
+    /// An mcp agent's server, kept by the hub's pool once the agent is served.
+    pub(crate) mcp: Option<Arc<crate::mcp::server::McpServer>>,
 }
 
 /// The table of live agents, by id.

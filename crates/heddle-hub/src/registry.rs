@@ -19,6 +19,8 @@ pub enum AgentKind {
     /// A model behind an OpenAI-compatible chat-completions endpoint
     /// ([`AgentEntry::llm`]).
     Llm,
+    /// An MCP server's tools, one skill each ([`AgentEntry::mcp`]).
+    Mcp,
 }
 
 impl AgentKind {
@@ -28,6 +30,7 @@ impl AgentKind {
             Self::Builtin => "builtin",
             Self::Remote => "remote",
             Self::Llm => "llm",
+            Self::Mcp => "mcp",
         }
     }
 }
@@ -67,9 +70,13 @@ pub struct AgentEntry {
     /// For `llm`: the model, its endpoint and how it is used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm: Option<crate::llm::LlmSettings>,
+    /// For `mcp`: the server (a command, or a streamable HTTP URL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<crate::mcp::McpSettings>,
     /// For `remote`: accept an upstream card or interface over plain http
     /// (for a local upstream; refused by default). For `llm`: accept a
-    /// plain-http endpoint on a host other than a loopback one.
+    /// plain-http endpoint on a host other than a loopback one; for `mcp`,
+    /// a plain-http server URL off a loopback host.
     #[serde(default, skip_serializing_if = "is_false")]
     pub allow_http: bool,
     /// Card name (default: the builtin's or upstream's, or the manifest's).
@@ -169,6 +176,7 @@ impl AgentEntry {
             card_url,
             auth: None,
             llm: None,
+            mcp: None,
             allow_http: false,
             name: None,
             description: None,
@@ -191,6 +199,13 @@ impl AgentEntry {
         e
     }
 
+    /// An `mcp` entry for the server `settings` describe.
+    pub fn mcp(id: impl Into<String>, settings: crate::mcp::McpSettings) -> Self {
+        let mut e = Self::new(id, AgentKind::Mcp, None, None);
+        e.mcp = Some(settings);
+        e
+    }
+
     /// The builtin executor's name: [`builtin`](Self::builtin) or the id.
     pub fn builtin_name(&self) -> &str {
         self.builtin.as_deref().unwrap_or(&self.id)
@@ -202,7 +217,26 @@ impl AgentEntry {
         if self.llm.is_some() && self.kind != AgentKind::Llm {
             return Err(bad("llm", "only a kind = \"llm\" agent has llm settings"));
         }
+        if self.mcp.is_some() && self.kind != AgentKind::Mcp {
+            return Err(bad("mcp", "only a kind = \"mcp\" agent has mcp settings"));
+        }
         match self.kind {
+            AgentKind::Mcp => {
+                let Some(mcp) = &self.mcp else {
+                    return Err(bad(
+                        "mcp",
+                        "an mcp agent needs its settings (a command or a url)",
+                    ));
+                };
+                if self.card_url.is_some() || self.auth.is_some() || self.builtin.is_some() {
+                    return Err(bad(
+                        "card_url",
+                        "an mcp agent has no card_url, auth or builtin (its server is in mcp)",
+                    ));
+                }
+                mcp.check(self.allow_http)
+                    .map_err(|(field, problem)| bad(field, problem))?;
+            }
             AgentKind::Llm => {
                 let Some(llm) = &self.llm else {
                     return Err(bad(

@@ -249,24 +249,10 @@ impl LlmSettings {
     }
 }
 
-/// An endpoint URL the hub may call: https, or http on a loopback host or
-/// when allowed; no credentials in it.
+/// An endpoint URL the hub may call ([`crate::outbound::check_url`]),
+/// to which the chat path can be added.
 fn check_base_url(url: &str, allow_http: bool) -> Result<(), String> {
-    let parsed = url::Url::parse(url).map_err(|e| e.to_string())?;
-    match parsed.scheme() {
-        "https" => {}
-        "http" if allow_http || is_loopback(&parsed) => {}
-        "http" => {
-            return Err(
-                "plain http is refused off a loopback host; use https, or set allow_http = true"
-                    .to_owned(),
-            );
-        }
-        other => return Err(format!("unsupported scheme {other:?}")),
-    }
-    if !parsed.username().is_empty() || parsed.password().is_some() {
-        return Err("credentials in the URL are refused; name the key in api_key_env".to_owned());
-    }
+    crate::outbound::check_url(url, allow_http, "api_key_env")?;
     chat_endpoint(url).map(drop)
 }
 
@@ -282,15 +268,6 @@ pub(crate) fn chat_endpoint(base_url: &str) -> Result<String, String> {
         .pop_if_empty()
         .extend(["chat", "completions"]);
     Ok(url.into())
-}
-
-fn is_loopback(url: &url::Url) -> bool {
-    match url.host() {
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    }
 }
 
 #[cfg(test)]

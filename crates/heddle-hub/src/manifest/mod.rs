@@ -85,7 +85,7 @@ impl Violation {
 }
 
 /// `message`, cut to [`MAX_MESSAGE_CHARS`] characters.
-fn shortened(mut message: String) -> String {
+pub(crate) fn shortened(mut message: String) -> String {
     if let Some((cut, _)) = message.char_indices().nth(MAX_MESSAGE_CHARS) {
         message.truncate(cut);
         message.push('…');
@@ -105,7 +105,7 @@ static VALIDATOR: LazyLock<Result<jsonschema::Validator, String>> = LazyLock::ne
 /// Without the crate's resolver features a `$ref` to anything outside the
 /// document and the bundled meta-schemas fails to compile: validation
 /// never reaches the network or the file system.
-fn schema_options() -> jsonschema::ValidationOptions<'static> {
+pub(crate) fn schema_options() -> jsonschema::ValidationOptions<'static> {
     jsonschema::draft202012::options().should_validate_formats(true)
 }
 
