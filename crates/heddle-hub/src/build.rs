@@ -56,7 +56,7 @@ impl Shared {
     /// An mcp entry's server (the running one when its settings are the
     /// same), its tools listed (starting the server if need be), the card
     /// made from them, and the executor.
-    async fn resolve_mcp(&self, entry: &AgentEntry) -> Result<Resolved, RegistryError> {
+    async fn resolve_mcp(&self, entry: &mut AgentEntry) -> Result<Resolved, RegistryError> {
         let settings = entry.mcp.as_ref().ok_or_else(|| {
             RegistryError::Invalid(crate::registry::EntryError {
                 field: "mcp",
@@ -68,7 +68,13 @@ impl Shared {
             .mcp
             .server(&entry.id, settings, entry.allow_http, &self.remote.secrets)
             .map_err(failed)?;
+        match entry.mcp_tools.take() {
+            // An admin refresh lists them again.
+            None => server.forget_tools(),
+            Some(kept) => server.seed_tools(kept),
+        }
         let tools = server.ensure_tools().await.map_err(failed)?;
+        entry.mcp_tools = Some(server.listed());
         if tools.len() == 0 {
             return Err(RegistryError::Mcp(format!(
                 "the MCP server {} lists no tools{}",

@@ -365,7 +365,8 @@ impl Hub {
     }
 
     /// Builds the agent `id` anew from its registration: a remote agent's
-    /// card is fetched again from its upstream.
+    /// card is fetched again from its upstream; an mcp agent's tools are
+    /// listed again.
     pub async fn refresh(&self, id: &str) -> Result<AgentEntry, RegistryError> {
         let live = self
             .shared
@@ -374,6 +375,7 @@ impl Hub {
             .ok_or_else(|| RegistryError::NotFound(id.to_owned()))?;
         let mut entry = live.entry.clone();
         entry.upstream_card = None;
+        entry.mcp_tools = None;
         let agent = self.shared.build_agent(entry, live.origin).await?;
         let _change = self.shared.changes.lock().await;
         if self.shared.live.get(id).is_none() {

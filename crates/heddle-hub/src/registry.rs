@@ -114,6 +114,11 @@ pub struct AgentEntry {
     /// while the upstream is down; the hub fills it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upstream_card: Option<serde_json::Value>,
+    /// For `mcp`: the tools as the server last listed them (`tools/list`
+    /// JSON), so a restarted hub serves the card without starting the
+    /// server before its first call; the hub fills it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_tools: Option<Vec<serde_json::Value>>,
     /// For `remote`: what the fetch found suspicious in the upstream card.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
@@ -188,6 +193,7 @@ impl AgentEntry {
             manifest: None,
             answer_metadata: None,
             upstream_card: None,
+            mcp_tools: None,
             warnings: Vec::new(),
         }
     }

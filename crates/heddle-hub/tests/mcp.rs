@@ -634,3 +634,51 @@ async fn the_official_js_client_calls_an_mcp_agent_through_the_hub() {
         .await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_registration_serves_its_card_without_starting_the_server_until_a_call() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().expect("dir");
+    let log = dir.path().join("mcp.log");
+    let store = live::memory();
+    {
+        let first = Hub::builder("http://127.0.0.1:9", store.clone())
+            .build()
+            .await;
+        first
+            .register(AgentEntry::mcp("py", ours_stdio(&python, &log)))
+            .await
+            .expect("registers");
+        let kept = first.entry("py").expect("entry");
+        assert!(
+            kept.mcp_tools.as_ref().is_some_and(|t| t.len() > 3),
+            "{kept:?}"
+        );
+    }
+    // The first hub is gone, and its server with it.
+    let first = started(&log_lines(&log))[0];
+    let until = tokio::time::Instant::now() + STEP;
+    while Path::new(&format!("/proc/{first}")).exists() {
+        assert!(
+            tokio::time::Instant::now() < until,
+            "the server {first} stops with its hub"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let (l, addr) = live::bind().await;
+    let base = format!("http://{addr}");
+    let second = Hub::builder(base.clone(), store).build().await;
+    let router = second.router();
+    tokio::spawn(async move { axum::serve(l, router).await });
+    let c = client(&base, "py").await;
+    assert!(c.card().skills.iter().any(|s| s.id == "shout"));
+    assert_eq!(
+        started(&log_lines(&log)).len(),
+        1,
+        "not started for the card"
+    );
+    let t = send(&c, call("shout", json!({"text": "now"}))).await;
+    assert_eq!(t.artifacts[0].text(), "NOW");
+    assert_eq!(started(&log_lines(&log)).len(), 2, "started by the call");
+}

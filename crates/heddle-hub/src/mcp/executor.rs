@@ -16,6 +16,9 @@ use super::{
     server::McpServer,
 };
 
+/// How long progress that was sent before a call's answer may trail it.
+const PROGRESS_GRACE: Duration = Duration::from_millis(25);
+
 /// An MCP server's tools as a hub executor.
 ///
 /// * The message names the call ([`super::tools`]); the handler's message
@@ -63,12 +66,16 @@ impl McpAgent {
         };
         let response = &mut pending.handle.rx;
         let progress = &mut pending.progress;
+        let mut unfinished = false;
         let answer = loop {
             tokio::select! {
                 biased;
                 () = ctx.cancel.cancelled() => return Ok(()),
                 // Before the answer: progress sent before it is shown first.
-                Some(p) = progress.recv() => working(events, &p).await?,
+                Some(p) = progress.recv() => {
+                    unfinished = p.total.is_none_or(|t| p.progress < t);
+                    working(events, &p).await?;
+                }
                 r = &mut *response => break r,
                 () = tokio::time::sleep_until(deadline) => {
                     abandon.reason = "timed out";
@@ -80,8 +87,18 @@ impl McpAgent {
             }
         };
         abandon.peer = None;
-        while let Ok(p) = progress.try_recv() {
-            working(events, &p).await?;
+        // rmcp hands each notification to a task of its own and the answer
+        // straight to the caller, so progress sent just before the answer
+        // may land just after it: once a call has reported progress that
+        // did not reach its total, such stragglers are awaited briefly.
+        while unfinished {
+            match tokio::time::timeout(PROGRESS_GRACE, progress.recv()).await {
+                Ok(Some(p)) => {
+                    unfinished = p.total.is_none_or(|t| p.progress < t);
+                    working(events, &p).await?;
+                }
+                Ok(None) | Err(_) => break,
+            }
         }
         let result = match answer {
             Ok(Ok(ServerResult::CallToolResult(r))) => serde_json::to_value(&r)

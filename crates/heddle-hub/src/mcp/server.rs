@@ -256,6 +256,37 @@ impl McpServer {
         crate::remote::scrub_secrets(text, &secrets)
     }
 
+    /// Takes `listed` (kept from an earlier run) as the tools, unless the
+    /// server has listed its own since.
+    pub(crate) fn seed_tools(&self, listed: Vec<Value>) {
+        let mut last = lock(&self.listed);
+        if last.is_empty() {
+            self.set_tools(&mut last, listed);
+        }
+    }
+
+    /// Makes `listed` the tools (the caller holds `listed`'s lock as `last`).
+    fn set_tools(&self, last: &mut Vec<Value>, listed: Vec<Value>) {
+        let set = ToolSet::new(listed.clone(), self.settings.tools.as_deref());
+        *last = listed;
+        *self.tools.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(set);
+    }
+
+    /// Drops the tools known, unless the server is running (its list is
+    /// current then: it says when it changes).
+    pub(crate) fn forget_tools(&self) {
+        let running = self.slot.try_lock().map_or(true, |s| s.conn.is_some());
+        if !running {
+            lock(&self.listed).clear();
+            *self.tools.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(ToolSet::default());
+        }
+    }
+
+    /// The tools as last listed (`tools/list` JSON).
+    pub(crate) fn listed(&self) -> Vec<Value> {
+        lock(&self.listed).clone()
+    }
+
     /// Lists the tools, starting the server if it is not running: the card
     /// of a new agent is made from them.
     pub(crate) async fn ensure_tools(self: &Arc<Self>) -> Result<Arc<ToolSet>, McpError> {
@@ -464,7 +495,12 @@ impl McpServer {
             .peer()
             .peer_info()
             .and_then(|info| serde_json::to_value(&*info).ok());
-        self.store_tools(&conn).await?;
+        let known = !lock(&self.listed).is_empty();
+        if self.store_tools(&conn).await? && known {
+            // Kept from an earlier run, or listed before a restart: the
+            // card shows the old list.
+            let _ = self.changed.send(self.agent_id.clone());
+        }
         tracing::info!(agent = %self.agent_id, server = %shown, "MCP server started");
         Ok(conn)
     }
@@ -486,9 +522,7 @@ impl McpServer {
         if *last == listed {
             return Ok(false);
         }
-        let set = ToolSet::new(listed.clone(), self.settings.tools.as_deref());
-        *last = listed;
-        *self.tools.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(set);
+        self.set_tools(&mut last, listed);
         Ok(true)
     }
 
