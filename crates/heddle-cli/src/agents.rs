@@ -62,18 +62,33 @@ pub enum AgentsCommand {
         #[command(flatten)]
         hub: HubArgs,
     },
-    /// Register an agent: a builtin, a remote agent by its card URL, or
-    /// a registration (JSON or TOML) or a2ahub manifest (JSON) from a file.
+    /// Register an agent: a builtin, a remote agent by its card URL, an MCP
+    /// server (a command or a URL), or a registration (JSON or TOML) or
+    /// a2ahub manifest (JSON) from a file.
     Add {
         /// The agent id (URL-safe; the path segment of its endpoints).
         #[arg(long, required_unless_present = "file")]
         id: Option<String>,
         /// Serve the hub's builtin executor of this name.
-        #[arg(long, conflicts_with_all = ["card_url", "file"])]
+        #[arg(long, conflicts_with_all = ["card_url", "file", "mcp_command", "mcp_url"])]
         builtin: Option<String>,
         /// Front the A2A agent whose card is at this URL.
-        #[arg(long, conflicts_with = "file")]
+        #[arg(long, conflicts_with_all = ["file", "mcp_command", "mcp_url"])]
         card_url: Option<String>,
+        /// Serve the tools of the MCP server this command runs (stdio).
+        #[arg(long, value_name = "COMMAND", conflicts_with_all = ["file", "mcp_url"])]
+        mcp_command: Option<String>,
+        /// An argument of the MCP command (repeat for each).
+        #[arg(
+            long = "mcp-arg",
+            value_name = "ARG",
+            requires = "mcp_command",
+            allow_hyphen_values = true
+        )]
+        mcp_args: Vec<String>,
+        /// Serve the tools of the MCP server at this streamable HTTP URL.
+        #[arg(long, value_name = "URL", conflicts_with = "file")]
+        mcp_url: Option<String>,
         /// Accept a plain-http upstream (for a local one).
         #[arg(long)]
         allow_http: bool,
@@ -104,7 +119,7 @@ pub enum AgentsCommand {
         #[command(flatten)]
         hub: HubArgs,
     },
-    /// Fetch a remote agent's card again.
+    /// Fetch a remote agent's card again, or list an MCP agent's tools again.
     Refresh {
         /// The agent id.
         id: String,
@@ -274,15 +289,24 @@ pub async fn run(cmd: AgentsCommand) -> anyhow::Result<ExitCode> {
             id,
             builtin,
             card_url,
+            mcp_command,
+            mcp_args,
+            mcp_url,
             allow_http,
             file,
             entry,
             hub,
         } => {
-            let mut body = match (&file, &card_url) {
-                (Some(f), _) => read_file(f)?,
-                (None, Some(url)) => json!({ "kind": "remote", "card_url": url }),
-                (None, None) => json!({ "kind": "builtin", "builtin": builtin.or(id.clone()) }),
+            let mut body = match (&file, &card_url, &mcp_command, &mcp_url) {
+                (Some(f), ..) => read_file(f)?,
+                (None, Some(url), ..) => json!({ "kind": "remote", "card_url": url }),
+                (None, None, Some(command), _) => {
+                    json!({ "kind": "mcp", "mcp": { "command": command, "args": mcp_args } })
+                }
+                (None, None, None, Some(url)) => json!({ "kind": "mcp", "mcp": { "url": url } }),
+                (None, None, None, None) => {
+                    json!({ "kind": "builtin", "builtin": builtin.or(id.clone()) })
+                }
             };
             if let Some(id) = id {
                 body["id"] = json!(id);

@@ -91,3 +91,66 @@ fn a_wrong_admin_token_fails_with_401_and_is_not_printed() {
         "the token was printed: {out_text}{err_text}"
     );
 }
+
+#[test]
+fn an_mcp_server_is_added_by_its_command_and_its_tools_are_its_skills() {
+    let server = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../../tests/interop/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    );
+    if !server.exists() {
+        assert!(
+            std::env::var("HEDDLE_REQUIRE_INTEROP").as_deref() != Ok("1"),
+            "HEDDLE_REQUIRE_INTEROP=1 but {} is missing: run tests/interop/setup.sh",
+            server.display()
+        );
+        println!("skipped: the MCP everything server is not installed (tests/interop/setup.sh)");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let token_file = dir.path().join("admin-token");
+    let token_path = token_file.to_str().expect("a UTF-8 path");
+    let hub = common::serve("memory", &["--admin-token-file", token_path]);
+    let auth = ["--admin-token-file", token_path];
+    let url = hub.url.as_str();
+    let script = server.to_str().expect("a UTF-8 path");
+    let added = agents(
+        url,
+        &[
+            "add",
+            "--id",
+            "tools",
+            "--mcp-command",
+            "node",
+            "--mcp-arg",
+            script,
+            "--mcp-arg",
+            "stdio",
+        ],
+        &auth,
+    );
+    assert!(added.status.success(), "{}", stderr(&added));
+    assert!(
+        stdout(&added).starts_with("registered tools (mcp)"),
+        "{}",
+        stdout(&added)
+    );
+    let card = common::heddle(&[
+        "card",
+        "get",
+        &format!("{url}/api/v1/agents/tools"),
+        "--output",
+        "json",
+    ]);
+    assert!(card.status.success(), "{}", stderr(&card));
+    let card: serde_json::Value = serde_json::from_slice(&card.stdout).expect("a JSON card");
+    let skills: Vec<&str> = card["skills"]
+        .as_array()
+        .expect("skills")
+        .iter()
+        .filter_map(|s| s["id"].as_str())
+        .collect();
+    assert!(
+        skills.contains(&"echo") && skills.contains(&"get-sum"),
+        "{skills:?}"
+    );
+}
