@@ -21,6 +21,11 @@
 //! kind = "llm"
 //! llm = { model = "gpt-4o-mini", base_url = "https://api.openai.com/v1", api_key_env = "OPENAI_API_KEY" }
 //!
+//! [[agents]]
+//! id = "files"
+//! kind = "mcp"
+//! mcp = { command = "npx", args = ["-y", "@modelcontextprotocol/server-filesystem", "/srv"] }
+//!
 //! [admin]
 //! callers = ["key:3f9c2a"]
 //! ```

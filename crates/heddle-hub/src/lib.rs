@@ -17,8 +17,9 @@
 //! admin API), and every request looks its agent up when it arrives, so no
 //! other agent's requests or streams notice. An [`registry::AgentEntry`] is
 //! what a registration is: a `builtin` executor compiled into the hub
-//! ([`HubBuilder::builtin`]), a `remote` A2A agent the hub fronts, or an
-//! `llm` agent: a model behind an OpenAI-compatible endpoint ([`llm`]).
+//! ([`HubBuilder::builtin`]), a `remote` A2A agent the hub fronts, an
+//! `llm` agent: a model behind an OpenAI-compatible endpoint ([`llm`]), or
+//! an `mcp` agent: an MCP server's tools as skills ([`mcp`]).
 //! Registrations made through the admin API are kept in the store's
 //! registry ([`heddle_store::RegistryStore`]) and come back at the next
 //! start; the builder's and config's are re-read at every start.
