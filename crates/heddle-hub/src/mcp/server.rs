@@ -8,11 +8,12 @@ use std::{
     process::Stdio,
     sync::{
         Arc, Mutex, RwLock, Weak,
-        atomic::{AtomicUsize, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
     },
     time::Duration,
 };
 
+use futures::StreamExt as _;
 use heddle_client::Secret;
 use rmcp::{
     ClientHandler, RoleClient, ServiceExt as _,
@@ -28,7 +29,8 @@ use rmcp::{
     },
 };
 use serde_json::Value;
-use tokio::{io::AsyncBufReadExt as _, sync::mpsc, time::Instant};
+use tokio::{sync::mpsc, time::Instant};
+use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 
 use super::{McpError, McpSettings, tools::Call, tools::ToolSet};
 use crate::remote::SecretSource;
@@ -47,6 +49,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// Progress notifications buffered per call; more are dropped (the next
 /// one says as much).
 const PROGRESS_BUFFER: usize = 32;
+/// The shortest time between two tool-list reloads of one server.
+const RELOAD_INTERVAL: Duration = Duration::from_millis(200);
 /// Largest JSON answer read from a streamable HTTP server.
 const MAX_HTTP_RESPONSE: usize = 16 << 20;
 
@@ -78,9 +82,7 @@ impl ClientHandler for Notices {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         if let Some(server) = self.server.upgrade() {
-            // Not awaited here: the reload talks to the server over the
-            // connection whose reader runs this handler.
-            tokio::spawn(async move { server.reload_tools().await });
+            server.tools_changed();
         }
     }
 
@@ -128,6 +130,9 @@ pub(crate) struct McpServer {
     last_used: Mutex<Instant>,
     /// Told the agent id when the tools change, so its card is rebuilt.
     changed: mpsc::UnboundedSender<String>,
+    /// A tool-list notice waits to be acted on; a reload task runs.
+    reload_requested: AtomicBool,
+    reloading: AtomicBool,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -221,6 +226,8 @@ impl McpServer {
             busy: AtomicUsize::new(0),
             last_used: Mutex::new(Instant::now()),
             changed,
+            reload_requested: AtomicBool::new(false),
+            reloading: AtomicBool::new(false),
         })
     }
 
@@ -526,8 +533,37 @@ impl McpServer {
         Ok(true)
     }
 
-    /// After `notifications/tools/list_changed`: lists the tools again and,
-    /// when they changed, asks for the card to be rebuilt.
+    /// After `notifications/tools/list_changed`: one reload at a time, at
+    /// most one every [`RELOAD_INTERVAL`], however many notices arrive
+    /// (the last one is always followed by a reload). Not awaited by the
+    /// notice's handler: the reload talks over the connection whose
+    /// reader runs it.
+    fn tools_changed(self: &Arc<Self>) {
+        self.reload_requested.store(true, Ordering::Release);
+        if self.reloading.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let server = self.clone();
+        tokio::spawn(async move {
+            loop {
+                while server.reload_requested.swap(false, Ordering::AcqRel) {
+                    server.clone().reload_tools().await;
+                    tokio::time::sleep(RELOAD_INTERVAL).await;
+                }
+                server.reloading.store(false, Ordering::Release);
+                // A notice that came after the last check but before the
+                // flag fell would otherwise be left waiting.
+                if !server.reload_requested.load(Ordering::Acquire)
+                    || server.reloading.swap(true, Ordering::AcqRel)
+                {
+                    return;
+                }
+            }
+        });
+    }
+
+    /// Lists the tools again and, when they changed, asks for the card to
+    /// be rebuilt.
     async fn reload_tools(self: Arc<Self>) {
         let conn = self.slot.lock().await.conn.clone();
         let Some(conn) = conn else { return };
@@ -549,8 +585,18 @@ impl McpServer {
         let tail = self.stderr.clone();
         let server = Arc::downgrade(self);
         tokio::spawn(async move {
-            let mut lines = tokio::io::BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
+            // A line longer than the codec's cap is dropped whole, so a
+            // server writing without newlines costs no memory.
+            let codec = LinesCodec::new_with_max_length(STDERR_LINE.saturating_mul(4));
+            let mut lines = FramedRead::new(stderr, codec);
+            while let Some(next) = lines.next().await {
+                let line = match next {
+                    Ok(line) => line,
+                    Err(LinesCodecError::MaxLineLengthExceeded) => {
+                        "[a line too long to keep]".to_owned()
+                    }
+                    Err(LinesCodecError::Io(_)) => break,
+                };
                 let Some(s) = server.upgrade() else { break };
                 let line: String = s.scrub(&line).chars().take(STDERR_LINE).collect();
                 tracing::debug!(agent = %s.agent_id, "mcp stderr: {line}");
