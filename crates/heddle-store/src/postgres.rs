@@ -139,14 +139,15 @@ impl PostgresStore {
         Ok(())
     }
 
-    /// The URL it was opened with, any password replaced by `***`.
+    /// The URL it was opened with (with its `schema`), any password
+    /// replaced by `***`.
     pub fn url(&self) -> &str {
         &self.url
     }
 
     /// A pool on `url` whose connections use the schema, created if missing.
     async fn open(url: &str, opts: &PostgresOptions) -> Result<Self, StoreError> {
-        let (url, url_schema) = split_schema(url);
+        let (base, url_schema) = split_schema(url);
         let schema = match (&opts.schema, url_schema) {
             (Some(a), Some(b)) if *a != b => {
                 return Err(StoreError::Database(format!(
@@ -156,20 +157,27 @@ impl PostgresStore {
             (Some(a), _) => Some(a.clone()),
             (None, b) => b,
         };
-        let mut connect = PgConnectOptions::from_str(&url).map_err(db)?;
+        let mut shown = redact_url(&base);
+        let mut connect = PgConnectOptions::from_str(&base).map_err(db)?;
+        // One plain connection first: it reports an unreachable server or a
+        // refused login as such (a pool only says it timed out), and
+        // creates the schema before any pooled connection selects it.
+        let mut conn = tokio::time::timeout(
+            opts.connect_timeout,
+            sqlx::PgConnection::connect_with(&connect),
+        )
+        .await
+        .map_err(|_| StoreError::Database("timed out connecting to PostgreSQL".into()))?
+        .map_err(db)?;
         if let Some(schema) = &schema {
             check_schema(schema)?;
-            let mut conn = tokio::time::timeout(
-                opts.connect_timeout,
-                sqlx::PgConnection::connect_with(&connect),
-            )
-            .await
-            .map_err(|_| StoreError::Database("timed out connecting to PostgreSQL".into()))?
-            .map_err(db)?;
             create_schema(&mut conn, schema).await?;
-            let _ = conn.close().await;
             connect = connect.options([("search_path", schema.as_str())]);
+            shown.push(if shown.contains('?') { '&' } else { '?' });
+            shown.push_str("schema=");
+            shown.push_str(schema);
         }
+        let _ = conn.close().await;
         let pool = PgPoolOptions::new()
             .max_connections(opts.max_connections.max(1))
             .acquire_timeout(opts.connect_timeout)
@@ -178,7 +186,7 @@ impl PostgresStore {
             .map_err(db)?;
         Ok(Self {
             pool,
-            url: redact_url(&url),
+            url: shown,
             claimant: uuid::Uuid::new_v4().to_string(),
             claim_lease_ms: i64::try_from(opts.claim_lease.as_millis()).unwrap_or(i64::MAX),
         })
