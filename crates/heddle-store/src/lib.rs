@@ -34,6 +34,8 @@ mod postgres;
 mod postgres_push;
 #[cfg(feature = "postgres")]
 mod postgres_registry;
+#[cfg(feature = "postgres")]
+mod postgres_url;
 mod push;
 mod registry;
 #[cfg(feature = "sqlite")]
@@ -50,6 +52,8 @@ pub use heddle_api::{
 pub use memory::{DEFAULT_MEMORY_MAX_BYTES, MemoryLimits, MemoryStore};
 pub use page::{PageToken, sort_key};
 #[cfg(feature = "postgres")]
-pub use postgres::{PostgresOptions, PostgresStore, redact_url};
+pub use postgres::{PostgresOptions, PostgresStore};
+#[cfg(feature = "postgres")]
+pub use postgres_url::redact_url;
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteOptions, SqliteStore};
