@@ -52,7 +52,14 @@ pub fn key_db(store: Option<&str>) -> anyhow::Result<PathBuf> {
     match store {
         None | Some("memory") => Ok(crate::serve::default_db()),
         Some(s) if s.starts_with("sqlite:") => Ok(PathBuf::from(&s["sqlite:".len()..])),
-        Some(other) => bail!("unknown store {other:?}: use `sqlite:PATH`"),
+        Some(s) if crate::serve::is_postgres(s) => bail!(
+            "API keys are not kept in PostgreSQL yet: with a PostgreSQL store, \
+             authenticate with JWTs (an [auth] table with API keys off)"
+        ),
+        Some(other) => bail!(
+            "unknown store {:?}: use `sqlite:PATH`",
+            heddle_store::redact_url(other)
+        ),
     }
 }
 

@@ -3,6 +3,7 @@
 mod agents;
 mod card;
 mod card_sign;
+mod db;
 mod hub_config;
 mod keys;
 mod new;
@@ -65,6 +66,9 @@ enum Command {
     /// Check what the hub's registry takes, offline (agent manifests).
     #[command(subcommand)]
     Registry(registry::RegistryCommand),
+    /// The store's schema: `heddle db migrate --store postgres://…`.
+    #[command(subcommand)]
+    Db(db::DbCommand),
 }
 
 fn main() -> ExitCode {
@@ -95,6 +99,7 @@ fn main() -> ExitCode {
             Command::Webhook(cmd) => webhook::run(cmd).await,
             Command::Registry(cmd) => registry::run(cmd),
             Command::New(cmd) => new::run(cmd).await,
+            Command::Db(cmd) => db::run(cmd).await,
         }
     });
     match result {

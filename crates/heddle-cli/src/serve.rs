@@ -1,4 +1,5 @@
-//! `heddle serve`: the hub with the demo agents on an embedded store.
+//! `heddle serve`: the hub with the demo agents on an embedded store, or on
+//! PostgreSQL.
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc};
 
@@ -10,7 +11,7 @@ use heddle_hub::{
     Bindings, Hub, HubBuilder,
     agents::{ConformanceCard, DemoOptions, WriterStream, demo_builtins},
 };
-use heddle_store::{MemoryStore, SqliteStore, TaskStore};
+use heddle_store::{MemoryStore, PostgresOptions, PostgresStore, SqliteStore, TaskStore};
 
 /// Options of `heddle serve`.
 #[derive(Args, Debug)]
@@ -18,7 +19,9 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
-    /// Task store: `memory`, or `sqlite:PATH` (default: heddle.db in the user's data directory).
+    /// Task store: `memory`, `sqlite:PATH` (default: heddle.db in the user's
+    /// data directory), or `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` (also
+    /// `postgresql://`; `?schema=NAME` keeps Heddle's tables in that schema).
     #[arg(long)]
     store: Option<String>,
     /// Most bytes of tasks `--store memory` keeps (finished ones are evicted first).
@@ -118,7 +121,7 @@ pub(crate) fn default_db() -> PathBuf {
         .join("heddle.db")
 }
 
-fn open_store(
+async fn open_store(
     spec: Option<&str>,
     max_bytes: usize,
 ) -> anyhow::Result<(Arc<dyn TaskStore>, String)> {
@@ -131,9 +134,35 @@ fn open_store(
             Ok((Arc::new(MemoryStore::new(limits)), "memory".into()))
         }
         Some(s) if s.starts_with("sqlite:") => open_sqlite(PathBuf::from(&s["sqlite:".len()..])),
+        Some(url) if is_postgres(url) => {
+            let store = open_postgres(url).await?;
+            let name = store.url().to_owned();
+            Ok((Arc::new(store), name))
+        }
         None => open_sqlite(default_db()),
-        Some(other) => bail!("unknown store {other:?}: use `memory` or `sqlite:PATH`"),
+        Some(other) => bail!(
+            "unknown store {:?}: use `memory`, `sqlite:PATH` or `postgres://…`",
+            heddle_store::redact_url(other)
+        ),
     }
+}
+
+/// Whether a `--store` value names a PostgreSQL database.
+pub(crate) fn is_postgres(spec: &str) -> bool {
+    spec.starts_with("postgres://") || spec.starts_with("postgresql://")
+}
+
+/// Connects to the PostgreSQL store at `url` and migrates it; errors name
+/// the URL without its password.
+pub(crate) async fn open_postgres(url: &str) -> anyhow::Result<PostgresStore> {
+    PostgresStore::connect(url, PostgresOptions::default())
+        .await
+        .with_context(|| {
+            format!(
+                "opening the PostgreSQL store at {}",
+                heddle_store::redact_url(url)
+            )
+        })
 }
 
 fn open_sqlite(path: PathBuf) -> anyhow::Result<(Arc<dyn TaskStore>, String)> {
@@ -151,7 +180,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let bindings = bindings(&args.bindings)?;
     let tls = args.security.tls()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
-    let (store, store_name) = open_store(args.store.as_deref(), args.memory_store_max_bytes)?;
+    let (store, store_name) =
+        open_store(args.store.as_deref(), args.memory_store_max_bytes).await?;
     let auth = crate::serve_auth::authenticator(
         args.require_auth,
         args.config.as_deref(),

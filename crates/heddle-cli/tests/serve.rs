@@ -9,6 +9,8 @@ use std::{
 use serde_json::{Value, json};
 
 mod common;
+#[path = "serve/postgres.rs"]
+mod postgres;
 #[path = "serve/remote.rs"]
 mod remote;
 

@@ -12,6 +12,9 @@ use heddle_server::{
 };
 use heddle_store::{ListPage, ListQuery, MemoryStore, PushStore, Scope, StoreError, TaskStore};
 
+#[path = "stores/postgres.rs"]
+mod postgres;
+
 /// A store that keeps tasks only: the memory store without its push side.
 #[derive(Default)]
 struct TasksOnly(MemoryStore);

@@ -17,6 +17,10 @@
 //!   transaction, a small pool of readers. Tasks are stored as protobuf
 //!   bytes beside indexed columns for ListTasks. Without the feature this
 //!   crate compiles no C.
+//! * `PostgresStore` (feature `postgres`, off by default): the same tables
+//!   in PostgreSQL, for several hub replicas sharing one database; outbox
+//!   deliveries are claimed per task and config, so two replicas never send
+//!   the same one. Pure Rust (sqlx), migrations embedded.
 //! * `contract` (feature `contract`): the behaviour every store must share,
 //!   as public async functions a third-party store runs in its own tests.
 
@@ -24,6 +28,14 @@
 pub mod contract;
 mod memory;
 mod page;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "postgres")]
+mod postgres_push;
+#[cfg(feature = "postgres")]
+mod postgres_registry;
+#[cfg(feature = "postgres")]
+mod postgres_url;
 mod push;
 mod registry;
 #[cfg(feature = "sqlite")]
@@ -39,5 +51,9 @@ pub use heddle_api::{
 };
 pub use memory::{DEFAULT_MEMORY_MAX_BYTES, MemoryLimits, MemoryStore};
 pub use page::{PageToken, sort_key};
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresOptions, PostgresStore};
+#[cfg(feature = "postgres")]
+pub use postgres_url::redact_url;
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteOptions, SqliteStore};

@@ -1,0 +1,422 @@
+//! PostgresStore against a real PostgreSQL: the public store contract, and
+//! what only a shared database adds (several pools, several replicas).
+//!
+//! Needs `HEDDLE_TEST_POSTGRES_URL` (e.g.
+//! `postgres://postgres@127.0.0.1:5432/test`); without it each test says it
+//! skipped and passes, unless `HEDDLE_REQUIRE_SERVICES=1`. Each test works
+//! in a schema of its own, dropped at its end.
+#![cfg(feature = "postgres")]
+#![allow(clippy::unwrap_used)] // a test should fail loudly
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use heddle_core::{v1, wkt::Timestamp};
+use heddle_store::{
+    DeliveryOutcome, ListQuery, NewDelivery, PostgresOptions, PostgresStore, PushConfigRecord,
+    PushStore, Scope, TaskStore, contract,
+};
+use sqlx::AssertSqlSafe;
+
+/// The test database's URL, or `None` (after saying so) to skip.
+fn database(test: &str) -> Option<String> {
+    match std::env::var("HEDDLE_TEST_POSTGRES_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var("HEDDLE_REQUIRE_SERVICES").as_deref() != Ok("1"),
+                "{test}: HEDDLE_REQUIRE_SERVICES=1 but HEDDLE_TEST_POSTGRES_URL is not set"
+            );
+            println!("skipped: {test} needs PostgreSQL (set HEDDLE_TEST_POSTGRES_URL)");
+            None
+        }
+    }
+}
+
+/// A schema of its own for one test, dropped when the test ends (even by a
+/// panic).
+struct Schema {
+    url: String,
+    name: String,
+}
+
+impl Schema {
+    fn new(url: &str) -> Self {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let name = format!(
+            "heddle_test_{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        );
+        Self {
+            url: url.to_owned(),
+            name,
+        }
+    }
+
+    fn options(&self) -> PostgresOptions {
+        PostgresOptions {
+            max_connections: 4,
+            schema: Some(self.name.clone()),
+            ..Default::default()
+        }
+    }
+
+    async fn store(&self) -> PostgresStore {
+        PostgresStore::connect(&self.url, self.options())
+            .await
+            .unwrap()
+    }
+}
+
+impl Drop for Schema {
+    fn drop(&mut self) {
+        let (url, name) = (self.url.clone(), self.name.clone());
+        // Its own thread and runtime: Drop cannot await, and the test's
+        // runtime may be the current thread.
+        let dropped = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                use sqlx::Connection as _;
+                let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+                sqlx::raw_sql(AssertSqlSafe(format!(
+                    "DROP SCHEMA IF EXISTS \"{name}\" CASCADE"
+                )))
+                .execute(&mut conn)
+                .await
+                .unwrap();
+            });
+        })
+        .join();
+        if dropped.is_err() && !std::thread::panicking() {
+            panic!("could not drop schema {}", self.name);
+        }
+    }
+}
+
+/// A fresh store in a fresh schema, or a skip.
+macro_rules! store_or_skip {
+    ($test:literal) => {{
+        let Some(url) = database($test) else { return };
+        let schema = Schema::new(&url);
+        let store = schema.store().await;
+        (schema, store)
+    }};
+}
+
+#[tokio::test]
+async fn contract_task_store() {
+    let (_schema, store) = store_or_skip!("contract_task_store");
+    contract::task_store(&store).await;
+}
+
+#[tokio::test]
+async fn contract_push_store() {
+    let (_schema, store) = store_or_skip!("contract_push_store");
+    contract::push_store(&store).await;
+}
+
+#[tokio::test]
+async fn contract_shared_outbox() {
+    let (_schema, store) = store_or_skip!("contract_shared_outbox");
+    contract::shared_outbox(&store).await;
+}
+
+#[tokio::test]
+async fn contract_registry_store() {
+    let (_schema, store) = store_or_skip!("contract_registry_store");
+    contract::registry_store(&store).await;
+}
+
+fn task(id: &str, context: &str, state: v1::TaskState, ms: i64) -> v1::Task {
+    v1::Task {
+        id: id.into(),
+        context_id: context.into(),
+        status: Some(v1::TaskStatus {
+            state: state as i32,
+            message: None,
+            timestamp: Some(Timestamp::from_millis(ms)),
+        }),
+        ..Default::default()
+    }
+}
+
+fn delivery(task: &str, config: &str, n: u32) -> NewDelivery {
+    NewDelivery {
+        id: format!("d-{task}-{config}-{n}"),
+        scope: Scope::new("agent", "alice"),
+        task_id: task.into(),
+        target: PushConfigRecord {
+            config: v1::TaskPushNotificationConfig {
+                task_id: task.into(),
+                id: config.into(),
+                url: "https://example.com/hook".into(),
+                ..Default::default()
+            },
+            version: "1.0".into(),
+        },
+        content_type: "application/a2a+json".into(),
+        body: n.to_be_bytes().to_vec(),
+    }
+}
+
+#[tokio::test]
+async fn a_task_saved_through_one_pool_is_read_through_another() {
+    let (schema, a) = store_or_skip!("a_task_saved_through_one_pool_is_read_through_another");
+    let b = schema.store().await;
+    let alice = Scope::new("agent", "alice");
+    let t = task("t1", "ctx", v1::TaskState::Working, 5);
+    a.save(&alice, &t).await.unwrap();
+    assert_eq!(b.load(&alice, "t1").await.unwrap(), Some(t));
+    // The owner recorded first holds across pools too.
+    let bob = Scope::new("agent", "bob");
+    b.save(&bob, &task("t1", "evil", v1::TaskState::Completed, 9))
+        .await
+        .unwrap();
+    assert_eq!(b.load(&bob, "t1").await.unwrap(), None);
+    let listed = a
+        .list(
+            &alice,
+            &ListQuery {
+                context_id: Some("ctx".into()),
+                page_size: 10,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(listed.total_size, 1);
+    assert_eq!(listed.tasks[0].context_id, "ctx");
+}
+
+#[tokio::test]
+async fn reconnecting_runs_the_migrations_idempotently() {
+    let (schema, first) = store_or_skip!("reconnecting_runs_the_migrations_idempotently");
+    let alice = Scope::new("agent", "alice");
+    let t = task("kept", "ctx", v1::TaskState::Completed, 1);
+    first.save(&alice, &t).await.unwrap();
+    drop(first);
+    // Several replicas starting together, on an already migrated schema.
+    let (a, b, c) = tokio::join!(schema.store(), schema.store(), schema.store());
+    for store in [&a, &b, &c] {
+        assert_eq!(store.load(&alice, "kept").await.unwrap(), Some(t.clone()));
+    }
+    PostgresStore::migrate_only(&schema.url, schema.options())
+        .await
+        .unwrap();
+    // The URL's `schema` parameter names the same schema.
+    let by_url = format!("{}?schema={}", schema.url, schema.name);
+    let d = PostgresStore::connect(&by_url, PostgresOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(d.load(&alice, "kept").await.unwrap(), Some(t));
+}
+
+/// A fresh schema that several replicas migrate at once ends up migrated
+/// once, and every one of them works.
+#[tokio::test]
+async fn replicas_starting_together_on_a_fresh_schema_migrate_once() {
+    let Some(url) = database("replicas_starting_together_on_a_fresh_schema_migrate_once") else {
+        return;
+    };
+    let schema = Schema::new(&url);
+    let (a, b) = tokio::join!(
+        PostgresStore::connect(&url, schema.options()),
+        PostgresStore::connect(&url, schema.options())
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    let alice = Scope::new("agent", "alice");
+    a.save(&alice, &task("t", "c", v1::TaskState::Working, 1))
+        .await
+        .unwrap();
+    assert!(b.load(&alice, "t").await.unwrap().is_some());
+}
+
+/// Two stores (two replicas) read the outbox at once: no delivery goes to
+/// both, and no group (task and config) is split between them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_stores_never_claim_the_same_delivery() {
+    let (schema, a) = store_or_skip!("two_stores_never_claim_the_same_delivery");
+    let b = schema.store().await;
+    let mut items = Vec::new();
+    for n in 0..3 {
+        for t in 0..20 {
+            items.push(delivery(&format!("t{t}"), "c1", n));
+        }
+    }
+    a.enqueue_deliveries(items).await.unwrap();
+    for _ in 0..5 {
+        let (da, db) = tokio::join!(a.pending_deliveries(25), b.pending_deliveries(25));
+        let (da, db) = (da.unwrap(), db.unwrap());
+        let seqs_a: HashSet<i64> = da.iter().map(|d| d.seq).collect();
+        let seqs_b: HashSet<i64> = db.iter().map(|d| d.seq).collect();
+        assert!(seqs_a.is_disjoint(&seqs_b), "a delivery claimed twice");
+        let groups_a: HashSet<_> = da.iter().map(|d| d.group()).collect();
+        let groups_b: HashSet<_> = db.iter().map(|d| d.group()).collect();
+        assert!(groups_a.is_disjoint(&groups_b), "a group split");
+        // A store's own claims come back to it.
+        let again: HashSet<i64> = a
+            .pending_deliveries(1000)
+            .await
+            .unwrap()
+            .iter()
+            .map(|d| d.seq)
+            .collect();
+        assert!(seqs_a.is_subset(&again));
+        assert!(again.is_disjoint(&seqs_b));
+    }
+}
+
+/// Two push workers on two stores drain one outbox: every delivery is sent
+/// exactly once, and each group's in recording order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_workers_deliver_each_once_in_order() {
+    let (schema, a) = store_or_skip!("two_workers_deliver_each_once_in_order");
+    let b = schema.store().await;
+    let mut items = Vec::new();
+    for n in 0..5 {
+        for t in 0..8 {
+            for c in ["c1", "c2"] {
+                items.push(delivery(&format!("t{t}"), c, n));
+            }
+        }
+    }
+    let total = items.len();
+    a.enqueue_deliveries(items).await.unwrap();
+    let sent: Arc<Mutex<Vec<(String, String, u32)>>> = Arc::default();
+    let worker = |store: PostgresStore, sent: Arc<Mutex<Vec<(String, String, u32)>>>| async move {
+        for _ in 0..1000 {
+            if sent.lock().unwrap().len() >= total {
+                return;
+            }
+            // As the push worker does: the first of each group it was given.
+            let pending = store.pending_deliveries(6).await.unwrap();
+            let mut seen = HashSet::new();
+            for d in pending {
+                if !seen.insert(d.group()) {
+                    continue;
+                }
+                let n = u32::from_be_bytes(d.item.body.clone().try_into().unwrap());
+                sent.lock().unwrap().push((
+                    d.item.task_id.clone(),
+                    d.item.target.config.id.clone(),
+                    n,
+                ));
+                store
+                    .finish_delivery(d.seq, DeliveryOutcome::Delivered)
+                    .await
+                    .unwrap();
+            }
+            tokio::task::yield_now().await;
+        }
+    };
+    let (ra, rb) = tokio::join!(
+        tokio::spawn(worker(a, Arc::clone(&sent))),
+        tokio::spawn(worker(b, Arc::clone(&sent)))
+    );
+    ra.unwrap();
+    rb.unwrap();
+    let sent = sent.lock().unwrap();
+    assert_eq!(sent.len(), total, "every delivery sent exactly once");
+    let mut per_group: BTreeMap<(String, String), Vec<u32>> = BTreeMap::new();
+    for (t, c, n) in sent.iter() {
+        per_group
+            .entry((t.clone(), c.clone()))
+            .or_default()
+            .push(*n);
+    }
+    for (group, ns) in per_group {
+        assert_eq!(ns, [0, 1, 2, 3, 4], "{group:?} out of order or repeated");
+    }
+}
+
+/// A replica that stops renewing its claims (it died) hands its groups over
+/// once the lease runs out.
+#[tokio::test]
+async fn a_lapsed_claim_is_taken_over() {
+    let Some(url) = database("a_lapsed_claim_is_taken_over") else {
+        return;
+    };
+    let schema = Schema::new(&url);
+    let short = PostgresOptions {
+        claim_lease: Duration::from_millis(300),
+        ..schema.options()
+    };
+    let dead = PostgresStore::connect(&url, short).await.unwrap();
+    let live = schema.store().await;
+    dead.enqueue_deliveries(vec![delivery("t1", "c1", 1), delivery("t1", "c1", 2)])
+        .await
+        .unwrap();
+    assert_eq!(dead.pending_deliveries(1).await.unwrap().len(), 1);
+    assert!(
+        live.pending_deliveries(10).await.unwrap().is_empty(),
+        "the group is held, its later delivery too"
+    );
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let taken = live.pending_deliveries(10).await.unwrap();
+    assert_eq!(taken.len(), 2, "the whole group, first delivery first");
+    assert!(taken[0].seq < taken[1].seq);
+    assert!(dead.pending_deliveries(10).await.unwrap().is_empty());
+}
+
+/// ListTasks and GetTask are index scans, whatever the table holds.
+#[tokio::test]
+async fn get_and_list_use_an_index() {
+    let (schema, store) = store_or_skip!("get_and_list_use_an_index");
+    use sqlx::Connection as _;
+    let mut conn = sqlx::PgConnection::connect(&schema.url).await.unwrap();
+    let set_path = format!("SET search_path TO \"{}\"", schema.name);
+    sqlx::raw_sql(AssertSqlSafe(set_path))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    // 20 000 tasks over 100 owners and 50 contexts, then fresh statistics.
+    sqlx::raw_sql(
+        "INSERT INTO tasks (agent, id, owner, context_id, state, status_ms, body)
+         SELECT 'agent', 't' || i, 'o' || (i % 100), 'c' || (i % 50), 3, i, '\\x'::bytea
+         FROM generate_series(1, 20000) AS i;
+         ANALYZE tasks;",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    for sql in [
+        "SELECT body FROM tasks WHERE agent = 'agent' AND id = 't5' AND owner = 'o5'",
+        "SELECT body, id, status_ms FROM tasks WHERE agent = 'agent' AND owner = 'o5'
+         AND context_id = 'c5' ORDER BY status_ms DESC, id DESC LIMIT 11",
+        "SELECT body, id, status_ms FROM tasks WHERE agent = 'agent' AND owner = 'o5'
+         AND context_id = 'c5' AND (status_ms, id) < (10000, 't10000')
+         ORDER BY status_ms DESC, id DESC LIMIT 11",
+        "SELECT body, id, status_ms FROM tasks WHERE agent = 'agent' AND owner = 'o5'
+         AND state = 3 ORDER BY status_ms DESC, id DESC LIMIT 11",
+        "SELECT COUNT(*) FROM tasks WHERE agent = 'agent' AND owner = 'o5' AND context_id = 'c5'",
+    ] {
+        let plan: Vec<String> = sqlx::query_scalar(AssertSqlSafe(format!("EXPLAIN {sql}")))
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+        let plan = plan.join("\n");
+        assert!(!plan.contains("Seq Scan"), "{sql}\n{plan}");
+        assert!(!plan.contains("Sort"), "{sql}\n{plan}");
+    }
+    // The store's own list agrees with what was inserted.
+    let page = store
+        .list(
+            &Scope::new("agent", "o5"),
+            &ListQuery {
+                context_id: Some("c5".into()),
+                page_size: 3,
+                ..Default::default()
+            },
+        )
+        .await;
+    // The bodies above are empty protobuf: valid, default tasks.
+    let page = page.unwrap();
+    assert_eq!(page.total_size, 200);
+    assert_eq!(page.tasks.len(), 3);
+}
