@@ -186,10 +186,17 @@ impl Shared {
             profile.extensions.push(facts.extension());
             executor = facts.wrap(executor);
         }
-        let mut check = self.message_checks.get(&entry.id).cloned();
+        // Every check that applies runs, in this order: the builder's, the
+        // tools' schemas (as they are when each message arrives), the
+        // manifest's input schema.
+        let mut checks: Vec<heddle_server::MessageCheck> = self
+            .message_checks
+            .get(&entry.id)
+            .cloned()
+            .into_iter()
+            .collect();
         if let Some(server) = &mcp_server {
-            // The tools' schemas, as they are when each message arrives.
-            check = Some(mcp::tools::ToolSet::message_check(server.tools_cell()));
+            checks.push(mcp::tools::ToolSet::message_check(server.tools_cell()));
         }
         if let Some(m) = manifest {
             // The manifest speaks for the agent: its card and input rules.
@@ -202,8 +209,9 @@ impl Shared {
             let input = manifest::InputCheck::new(&m).map_err(|e| {
                 RegistryError::Manifest(vec![("/manifest/input_schema".into(), e.to_string())])
             })?;
-            check = Some(input.into_message_check());
+            checks.push(input.into_message_check());
         }
+        let check = all_of(checks);
         if let Some(name) = &entry.name {
             profile.name.clone_from(name);
         }
@@ -299,4 +307,12 @@ impl Shared {
             async move { routes::agent_path_not_found(&ids, uri.path()) }
         }))
     }
+}
+
+/// One check running each of `checks` in turn (the first refusal wins).
+fn all_of(mut checks: Vec<heddle_server::MessageCheck>) -> Option<heddle_server::MessageCheck> {
+    if checks.len() <= 1 {
+        return checks.pop();
+    }
+    Some(Arc::new(move |msg| checks.iter().try_for_each(|c| c(msg))))
 }

@@ -389,7 +389,7 @@ impl Hub {
             match self.shared.build_agent(entry, Origin::Api).await {
                 Ok(agent) => {
                     if let Some(server) = &agent.mcp {
-                        self.shared.mcp.keep(&agent.entry.id, server).await;
+                        self.shared.mcp.keep(&agent.entry.id, server);
                     }
                     // It may replace a config entry of the same id that
                     // gRPC serves already: a disabled one must leave it.

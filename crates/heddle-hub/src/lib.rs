@@ -215,8 +215,8 @@ impl Shared {
             self.grpc.remove(&entry.id);
         }
         match &agent.mcp {
-            Some(server) => self.mcp.keep(&entry.id, server).await,
-            None => self.mcp.remove(&entry.id).await,
+            Some(server) => self.mcp.keep(&entry.id, server),
+            None => self.mcp.remove(&entry.id),
         }
         self.live.insert(agent);
         Ok(entry)
@@ -318,7 +318,10 @@ impl Hub {
     /// Registers a new agent and serves it from the next request on; kept in
     /// the registry store (when the hub's store has one), so it survives a
     /// restart. Refused if the id is taken.
-    pub async fn register(&self, entry: AgentEntry) -> Result<AgentEntry, RegistryError> {
+    pub async fn register(&self, mut entry: AgentEntry) -> Result<AgentEntry, RegistryError> {
+        // The hub fills it from the server; one sent in could name tools
+        // another server has.
+        entry.mcp_tools = None;
         if self.shared.live.get(&entry.id).is_some() {
             return Err(RegistryError::Exists(entry.id));
         }
@@ -334,7 +337,10 @@ impl Hub {
 
     /// Replaces the registration of an existing agent (same id). Requests in
     /// flight finish on the agent as it was; its tasks are kept.
-    pub async fn update(&self, entry: AgentEntry) -> Result<AgentEntry, RegistryError> {
+    pub async fn update(&self, mut entry: AgentEntry) -> Result<AgentEntry, RegistryError> {
+        // As for `register`: a list sent back (GET, edit, PUT) may be of
+        // the server before the edit.
+        entry.mcp_tools = None;
         if self.shared.live.get(&entry.id).is_none() {
             return Err(RegistryError::NotFound(entry.id));
         }
@@ -361,7 +367,7 @@ impl Hub {
             .ok_or_else(|| RegistryError::NotFound(id.to_owned()))?;
         #[cfg(feature = "grpc")]
         self.shared.grpc.remove(id);
-        self.shared.mcp.remove(id).await;
+        self.shared.mcp.remove(id);
         Ok(gone.entry.clone())
     }
 
@@ -379,10 +385,12 @@ impl Hub {
         entry.mcp_tools = None;
         let agent = self.shared.build_agent(entry, live.origin).await?;
         let _change = self.shared.changes.lock().await;
-        if self.shared.live.get(id).is_none() {
-            return Err(RegistryError::NotFound(id.to_owned()));
+        match self.shared.live.get(id) {
+            None => Err(RegistryError::NotFound(id.to_owned())),
+            Some(now) if Arc::ptr_eq(&now, &live) => self.commit(agent).await,
+            // Changed while this one was built: the newer change stands.
+            Some(now) => Ok(now.entry.clone()),
         }
-        self.commit(agent).await
     }
 
     /// Builds the agent and serves it (for the builder, before any request).

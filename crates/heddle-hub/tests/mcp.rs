@@ -682,3 +682,44 @@ async fn a_kept_registration_serves_its_card_without_starting_the_server_until_a
     assert_eq!(t.artifacts[0].text(), "NOW");
     assert_eq!(started(&log_lines(&log)).len(), 2, "started by the call");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_in_flight_finishes_on_the_old_server_when_the_agent_is_changed() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().expect("dir");
+    let log = dir.path().join("mcp.log");
+    let (hub, base) = hub(vec![AgentEntry::mcp("py", ours_stdio(&python, &log))]).await;
+    let c = client(&base, "py").await;
+    let slow = tokio::spawn({
+        let c = c.clone();
+        async move { send(&c, call("slow", json!({"steps": 10, "delay_ms": 100}))).await }
+    });
+    wait_log(&log, "the first server starts", |l| started(l).len() == 1).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A change of settings: a new server for the calls to come.
+    let mut changed = ours_stdio(&python, &log);
+    changed.call_timeout_secs = 60;
+    let mut entry = hub.entry("py").expect("entry");
+    entry.mcp = Some(changed);
+    tokio::time::timeout(STEP, hub.update(entry))
+        .await
+        .expect("in time")
+        .expect("updated");
+    let t = tokio::time::timeout(STEP, slow)
+        .await
+        .expect("in time")
+        .expect("task");
+    assert_eq!(state(&t), v1::TaskState::Completed, "{t:?}");
+    assert_eq!(t.artifacts[0].text(), "done after 10 steps");
+    let pids = started(&log_lines(&log));
+    assert_eq!(pids.len(), 2, "{pids:?}");
+    // The old server stops once its call ended; the new one serves.
+    let until = tokio::time::Instant::now() + STEP;
+    while Path::new(&format!("/proc/{}", pids[0])).exists() {
+        assert!(tokio::time::Instant::now() < until, "the old server stops");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let t = send(&c, call("shout", json!({"text": "new"}))).await;
+    assert_eq!(t.artifacts[0].text(), "NEW");
+    assert_eq!(started(&log_lines(&log)).len(), 2);
+}

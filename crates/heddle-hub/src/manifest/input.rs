@@ -48,38 +48,14 @@ impl InputCheck {
     /// without data parts does); else InvalidParams naming each violation
     /// by its pointer in the message, e.g. `/parts/0/data/amount`.
     pub fn check(&self, msg: &v1::Message) -> Result<(), A2aError> {
-        let mut violations = Vec::new();
-        let mut more = 0usize;
+        let mut found = Violations::default();
         for (i, part) in msg.parts.iter().enumerate() {
             let Some(Content::Data(data)) = &part.content else {
                 continue;
             };
-            for e in self.validator.iter_errors(&data.0) {
-                if violations.len() == MAX_VIOLATIONS {
-                    more += 1;
-                    continue;
-                }
-                violations.push(FieldViolation {
-                    field: format!("/parts/{i}/data{}", e.instance_path().as_str()),
-                    description: shortened(e.to_string()),
-                });
-            }
+            found.collect(&self.validator, &data.0, &format!("/parts/{i}/data"));
         }
-        if violations.is_empty() {
-            return Ok(());
-        }
-        let mut message = String::from("the data does not match the agent's input schema: ");
-        let listed: Vec<String> = violations
-            .iter()
-            .map(|v| format!("{}: {}", v.field, v.description))
-            .collect();
-        message.push_str(&listed.join("; "));
-        if more > 0 {
-            message.push_str(&format!(" (and {more} more)"));
-        }
-        let mut err = A2aError::new(ErrorCode::InvalidParams, message);
-        err.violations = violations;
-        Err(err)
+        found.into_result("the data does not match the agent's input schema")
     }
 
     /// This check as the hook a handler runs on every message
@@ -87,5 +63,55 @@ impl InputCheck {
     /// [`crate::HubBuilder::message_check`]).
     pub fn into_message_check(self) -> heddle_server::MessageCheck {
         Arc::new(move |msg| self.check(msg))
+    }
+}
+
+/// The violations of a schema found in a message, at most
+/// [`MAX_VIOLATIONS`] kept (the rest counted): the caller's data decides
+/// how many there are, and the error must stay small.
+#[derive(Debug, Default)]
+pub(crate) struct Violations {
+    kept: Vec<FieldViolation>,
+    more: usize,
+}
+
+impl Violations {
+    /// Adds the violations of `instance`, each named by its pointer under `at`.
+    pub(crate) fn collect(
+        &mut self,
+        validator: &jsonschema::Validator,
+        instance: &Value,
+        at: &str,
+    ) {
+        for e in validator.iter_errors(instance) {
+            if self.kept.len() == MAX_VIOLATIONS {
+                self.more = self.more.saturating_add(1);
+                continue;
+            }
+            self.kept.push(FieldViolation {
+                field: format!("{at}{}", e.instance_path().as_str()),
+                description: shortened(e.to_string()),
+            });
+        }
+    }
+
+    /// `Ok` when none were found; else InvalidParams saying `what`, then
+    /// each violation.
+    pub(crate) fn into_result(self, what: &str) -> Result<(), A2aError> {
+        if self.kept.is_empty() {
+            return Ok(());
+        }
+        let listed: Vec<String> = self
+            .kept
+            .iter()
+            .map(|v| format!("{}: {}", v.field, v.description))
+            .collect();
+        let mut message = format!("{what}: {}", listed.join("; "));
+        if self.more > 0 {
+            message.push_str(&format!(" (and {} more)", self.more));
+        }
+        let mut err = A2aError::new(ErrorCode::InvalidParams, message);
+        err.violations = self.kept;
+        Err(err)
     }
 }

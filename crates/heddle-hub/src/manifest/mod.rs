@@ -37,6 +37,7 @@ mod input;
 mod model;
 
 pub use card::EXTENSION_URI;
+pub(crate) use input::Violations;
 pub use input::{InputCheck, InputCheckError};
 pub use model::{Auth, AuthKind, Manifest, Pricing, PricingModel, RateLimit};
 

@@ -16,8 +16,8 @@ use super::{
     server::McpServer,
 };
 
-/// How long progress that was sent before a call's answer may trail it.
-const PROGRESS_GRACE: Duration = Duration::from_millis(25);
+/// How long, in all, progress sent before a call's answer may trail it.
+const PROGRESS_GRACE: Duration = Duration::from_millis(50);
 
 /// An MCP server's tools as a hub executor.
 ///
@@ -90,14 +90,20 @@ impl McpAgent {
         // rmcp hands each notification to a task of its own and the answer
         // straight to the caller, so progress sent just before the answer
         // may land just after it: once a call has reported progress that
-        // did not reach its total, such stragglers are awaited briefly.
+        // did not reach its total, such stragglers are awaited briefly
+        // (at most PROGRESS_GRACE in all, never past the deadline).
+        let grace_end = (Instant::now() + PROGRESS_GRACE).min(deadline);
         while unfinished {
-            match tokio::time::timeout(PROGRESS_GRACE, progress.recv()).await {
-                Ok(Some(p)) => {
-                    unfinished = p.total.is_none_or(|t| p.progress < t);
-                    working(events, &p).await?;
-                }
-                Ok(None) | Err(_) => break,
+            tokio::select! {
+                biased;
+                () = ctx.cancel.cancelled() => return Ok(()),
+                next = tokio::time::timeout_at(grace_end, progress.recv()) => match next {
+                    Ok(Some(p)) => {
+                        unfinished = p.total.is_none_or(|t| p.progress < t);
+                        working(events, &p).await?;
+                    }
+                    Ok(None) | Err(_) => break,
+                },
             }
         }
         let result = match answer {
@@ -130,7 +136,7 @@ impl McpAgent {
         };
         self.server.succeeded().await;
         match result::outcome(&result) {
-            Outcome::ToolError(reason) => Err(self.server.scrub(&reason)),
+            Outcome::ToolError(reason) => Err(cut(&self.server.scrub(&reason))),
             Outcome::Parts(parts) => {
                 let artifact = heddle_core::v1::Artifact {
                     artifact_id: format!("{}-result", ctx.task_id),
@@ -148,10 +154,18 @@ impl McpAgent {
     }
 }
 
+/// Longest failure reason or progress message, in characters: cut after
+/// secrets are scrubbed, so no part of one survives the cut.
+const MAX_REASON: usize = 1000;
+
+fn cut(text: &str) -> String {
+    text.chars().take(MAX_REASON).collect()
+}
+
 /// A progress notification as a WORKING status message.
 async fn working(events: &TaskEvents, p: &ProgressNotificationParam) -> Result<(), String> {
     let text = match (&p.message, p.total) {
-        (Some(m), _) if !m.is_empty() => m.chars().take(1000).collect(),
+        (Some(m), _) if !m.is_empty() => cut(m),
         (_, Some(total)) => format!("progress {} of {}", p.progress, total),
         _ => format!("progress {}", p.progress),
     };

@@ -34,6 +34,8 @@ pub use executor::McpAgent;
 /// `{"tools": [{"name", "inputSchema", "annotations"?}]}`.
 pub const TOOLS_EXTENSION: &str = "https://heddle.dev/extensions/mcp-tools/v1";
 
+/// Longest argument or environment value, in bytes.
+const MAX_VALUE: usize = 32 << 10;
 /// Default bound on one tool call, in seconds.
 const DEFAULT_CALL_TIMEOUT_SECS: u64 = 300;
 /// Default time an idle server is kept, in seconds.
@@ -169,13 +171,28 @@ impl McpSettings {
                 if command.trim().is_empty() || command.len() > 4096 || command.contains('\0') {
                     return bad("mcp.command", "must be 1 to 4096 bytes, without NUL");
                 }
-                if self.args.len() > 256 || self.args.iter().any(|a| a.contains('\0')) {
-                    return bad("mcp.args", "at most 256 arguments, without NUL");
+                if self.args.len() > 256
+                    || self
+                        .args
+                        .iter()
+                        .any(|a| a.contains('\0') || a.len() > MAX_VALUE)
+                {
+                    return bad("mcp.args", "at most 256 arguments of 32 KiB, without NUL");
+                }
+                if self.env.len().saturating_add(self.secret_env.len()) > 256 {
+                    return bad("mcp.env", "at most 256 variables");
+                }
+                if self
+                    .cwd
+                    .as_ref()
+                    .is_some_and(|c| c.len() > 4096 || c.contains('\0'))
+                {
+                    return bad("mcp.cwd", "must be at most 4096 bytes, without NUL");
                 }
                 for (name, value) in &self.env {
                     check_env_name(name).map_err(|why| ("mcp.env", why))?;
-                    if value.contains('\0') {
-                        return bad("mcp.env", "a value contains NUL");
+                    if value.contains('\0') || value.len() > MAX_VALUE {
+                        return bad("mcp.env", "a value is over 32 KiB or contains NUL");
                     }
                 }
                 for (name, secret) in &self.secret_env {
@@ -272,9 +289,13 @@ pub(crate) fn profile(
             .and_then(serde_json::Value::as_str)
             .filter(|t| !t.trim().is_empty())
     };
-    let name = text("/serverInfo/title")
+    let name: String = text("/serverInfo/title")
         .or_else(|| text("/serverInfo/name"))
-        .unwrap_or(id);
+        .unwrap_or(id)
+        .chars()
+        .take(200)
+        .collect();
+    let name = name.as_str();
     let description = match text("/instructions") {
         Some(i) => i.chars().take(2000).collect(),
         None => format!(
@@ -290,7 +311,10 @@ pub(crate) fn profile(
             .collect::<String>()
             .clone_into(&mut p.version);
     }
-    p.input_modes = vec!["application/json".into(), "text/plain".into()];
+    p.input_modes = vec!["application/json".into()];
+    if tools.takes_text() {
+        p.input_modes.push("text/plain".into());
+    }
     p.output_modes = vec![
         "text/plain".into(),
         "application/json".into(),

@@ -17,8 +17,8 @@ use serde_json::{Map, Value};
 /// The key, in a file part's metadata, of the MCP resource URI it holds.
 pub(crate) const RESOURCE_URI_KEY: &str = "https://heddle.dev/extensions/mcp-tools/v1/resourceUri";
 
-/// Longest failure reason taken from an error result, in characters.
-const MAX_REASON: usize = 1000;
+/// Most parts one result becomes; the blocks past it are left out.
+pub(crate) const MAX_PARTS: usize = 256;
 
 /// What a call returned: its parts, or the tool's error message.
 #[derive(Debug, PartialEq)]
@@ -40,7 +40,8 @@ pub(crate) fn outcome(result: &Value) -> Outcome {
             .iter()
             .filter_map(|b| b.get("text").and_then(Value::as_str))
             .collect();
-        let mut reason: String = text.join("\n").chars().take(MAX_REASON).collect();
+        // Whole: the executor scrubs secrets before it cuts the reason.
+        let mut reason = text.join("\n");
         if reason.trim().is_empty() {
             reason = "the tool reported an error without a message".to_owned();
         }
@@ -48,7 +49,7 @@ pub(crate) fn outcome(result: &Value) -> Outcome {
     }
     let structured = result.get("structuredContent").filter(|v| !v.is_null());
     let mut parts = Vec::new();
-    for block in blocks {
+    for block in blocks.iter().take(MAX_PARTS) {
         if let (Some(s), Some(t)) = (structured, block.get("text").and_then(Value::as_str))
             && serde_json::from_str::<Value>(t).ok().as_ref() == Some(s)
         {
@@ -217,10 +218,10 @@ mod tests {
     }
 
     #[test]
-    fn an_error_result_is_the_tools_message_cut_short() {
+    fn an_error_result_is_the_tools_message() {
         let long = "x".repeat(5000);
         let out = outcome(&json!({"isError": true, "content": [{"type": "text", "text": long}]}));
-        assert!(matches!(out, Outcome::ToolError(ref m) if m.len() == MAX_REASON));
+        assert!(matches!(out, Outcome::ToolError(ref m) if m.len() == 5000));
         let bare = outcome(&json!({"isError": true, "content": []}));
         assert!(matches!(bare, Outcome::ToolError(ref m) if m.contains("without a message")));
     }

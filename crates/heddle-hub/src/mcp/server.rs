@@ -133,6 +133,9 @@ pub(crate) struct McpServer {
     /// A tool-list notice waits to be acted on; a reload task runs.
     reload_requested: AtomicBool,
     reloading: AtomicBool,
+    /// Its agent was changed or removed: stopped once no call uses it,
+    /// and never started again.
+    retired: AtomicBool,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -182,7 +185,12 @@ impl Drop for InUse {
             lock(&self.server.progress).remove(t);
         }
         *lock(&self.server.last_used) = Instant::now();
-        self.server.busy.fetch_sub(1, Ordering::AcqRel);
+        let was = self.server.busy.fetch_sub(1, Ordering::AcqRel);
+        if was == 1 && self.server.retired.load(Ordering::Acquire) {
+            // The last call of a replaced or removed agent's server ended.
+            let server = self.server.clone();
+            tokio::spawn(async move { server.stop().await });
+        }
     }
 }
 
@@ -228,6 +236,7 @@ impl McpServer {
             changed,
             reload_requested: AtomicBool::new(false),
             reloading: AtomicBool::new(false),
+            retired: AtomicBool::new(false),
         })
     }
 
@@ -402,6 +411,12 @@ impl McpServer {
     /// The live connection, or a new one.
     async fn connection(self: &Arc<Self>, deadline: Instant) -> Result<Arc<Connection>, String> {
         let mut slot = self.slot.lock().await;
+        if self.retired.load(Ordering::Acquire) && slot.conn.is_none() {
+            return Err(format!(
+                "the MCP server {} belongs to an agent that was changed or removed",
+                self.settings.shown()
+            ));
+        }
         if let Some(conn) = &slot.conn {
             if !conn.is_closed() && !conn.peer().is_transport_closed() {
                 return Ok(conn.clone());
@@ -649,6 +664,16 @@ impl McpServer {
             conn.cancellation_token().cancel();
         }
     }
+
+    /// Its agent was changed or removed: calls in flight finish on it, then
+    /// it stops. Never waits (a start may hold the slot for long).
+    fn retire(self: &Arc<Self>) {
+        self.retired.store(true, Ordering::Release);
+        if self.busy.load(Ordering::Acquire) == 0 {
+            let server = self.clone();
+            tokio::spawn(async move { server.stop().await });
+        }
+    }
 }
 
 /// The HTTP client for streamable HTTP servers: rustls on ring, with the
@@ -730,20 +755,20 @@ impl Pool {
 
     /// Keeps `server` as agent `id`'s (once its agent is served), stopping
     /// the one it replaces.
-    pub(crate) async fn keep(&self, id: &str, server: &Arc<McpServer>) {
+    pub(crate) fn keep(&self, id: &str, server: &Arc<McpServer>) {
         let old = lock(&self.servers).insert(id.to_owned(), server.clone());
         if let Some(old) = old
             && !Arc::ptr_eq(&old, server)
         {
-            old.stop().await;
+            old.retire();
         }
     }
 
-    /// Stops and forgets agent `id`'s server.
-    pub(crate) async fn remove(&self, id: &str) {
+    /// Forgets agent `id`'s server, which stops once its calls end.
+    pub(crate) fn remove(&self, id: &str) {
         let old = lock(&self.servers).remove(id);
         if let Some(old) = old {
-            old.stop().await;
+            old.retire();
         }
     }
 }

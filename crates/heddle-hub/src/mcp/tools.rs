@@ -13,17 +13,27 @@
 
 use std::{collections::BTreeMap, sync::Arc};
 
-use heddle_core::{A2aError, ErrorCode, error::FieldViolation, v1, v1::part::Content};
+use heddle_core::{A2aError, ErrorCode, v1, v1::part::Content};
 use serde_json::{Map, Value, json};
 
 use super::TOOLS_EXTENSION;
 
 /// Most tools that become skills: a server that lists more is cut here.
 pub(crate) const MAX_TOOLS: usize = 256;
-/// Most schema violations one refusal names.
-const MAX_VIOLATIONS: usize = 32;
 /// Longest tool description kept on the card, in characters.
 const MAX_DESCRIPTION: usize = 4000;
+/// Longest tool title kept, in characters.
+const MAX_TITLE: usize = 200;
+/// Largest input schema, as JSON: a tool with a larger one is left out.
+const MAX_SCHEMA_BYTES: usize = 64 << 10;
+/// The annotations kept (the MCP spec's hints); any other key is dropped.
+const ANNOTATIONS: [&str; 5] = [
+    "title",
+    "readOnlyHint",
+    "destructiveHint",
+    "idempotentHint",
+    "openWorldHint",
+];
 
 /// One tool, as listed by the server.
 #[derive(Debug)]
@@ -33,9 +43,9 @@ pub(crate) struct Tool {
     description: String,
     input_schema: Value,
     annotations: Option<Value>,
-    /// The input schema compiled; `None` when it does not compile, and the
-    /// server alone then judges the arguments.
-    validator: Option<jsonschema::Validator>,
+    /// The input schema compiled (a tool whose schema does not compile is
+    /// left out: its calls could not be checked).
+    validator: jsonschema::Validator,
     /// The argument a text message fills: the schema's one property, a
     /// string (`None` when the tool takes anything else).
     text_argument: Option<String>,
@@ -82,31 +92,58 @@ impl ToolSet {
                 .filter(|s| s.is_object())
                 .cloned()
                 .unwrap_or_else(|| json!({"type": "object"}));
-            let validator = crate::manifest::schema_options()
+            if serde_json::to_vec(&input_schema).map_or(true, |b| b.len() > MAX_SCHEMA_BYTES) {
+                tracing::warn!(
+                    tool = name,
+                    max = MAX_SCHEMA_BYTES,
+                    "an MCP tool's input schema is too large; the tool is not served"
+                );
+                continue;
+            }
+            // The schema's own `$schema` picks the draft (MCP servers often
+            // send draft-07); nothing is fetched for a `$ref`.
+            let validator = match jsonschema::options()
+                .should_validate_formats(true)
                 .build(&input_schema)
-                .map_err(|e| {
-                    tracing::warn!(tool = name, error = %e, "an MCP tool's input schema does not compile; its calls are not checked");
-                })
-                .ok();
-            let text = |key: &str| t.get(key).and_then(Value::as_str).map(str::to_owned);
-            let annotations = t.get("annotations").filter(|a| a.is_object()).cloned();
-            let title = text("title").or_else(|| {
+            {
+                Ok(v) => v,
+                Err(e) => {
+                    tracing::warn!(tool = name, error = %e, "an MCP tool's input schema does not compile; the tool is not served");
+                    continue;
+                }
+            };
+            let text = |v: &Value, key: &str, max: usize| {
+                v.get(key)
+                    .and_then(Value::as_str)
+                    .map(|s| s.chars().take(max).collect::<String>())
+            };
+            let annotations = t.get("annotations").and_then(Value::as_object).map(|a| {
+                Value::Object(
+                    a.iter()
+                        .filter(|(k, v)| {
+                            ANNOTATIONS.contains(&k.as_str()) && (v.is_boolean() || v.is_string())
+                        })
+                        .map(|(k, v)| match v {
+                            Value::String(s) => (
+                                k.clone(),
+                                Value::String(s.chars().take(MAX_TITLE).collect()),
+                            ),
+                            other => (k.clone(), other.clone()),
+                        })
+                        .collect(),
+                )
+            });
+            let title = text(&t, "title", MAX_TITLE).or_else(|| {
                 annotations
                     .as_ref()
-                    .and_then(|a| a.get("title"))
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
+                    .and_then(|a| text(a, "title", MAX_TITLE))
             });
             tools.insert(
                 name.to_owned(),
                 Tool {
                     name: name.to_owned(),
                     title,
-                    description: text("description")
-                        .unwrap_or_default()
-                        .chars()
-                        .take(MAX_DESCRIPTION)
-                        .collect(),
+                    description: text(&t, "description", MAX_DESCRIPTION).unwrap_or_default(),
                     text_argument: text_argument(&input_schema),
                     input_schema,
                     annotations,
@@ -115,6 +152,11 @@ impl ToolSet {
             );
         }
         Self { tools }
+    }
+
+    /// Whether a text message calls a tool (the only one, taking one string).
+    pub(crate) fn takes_text(&self) -> bool {
+        self.tools.len() == 1 && self.tools.values().all(|t| t.text_argument.is_some())
     }
 
     /// How many tools there are.
@@ -157,7 +199,7 @@ impl ToolSet {
                     }
                 }
                 let mut input_modes = vec!["application/json".to_owned()];
-                if t.text_argument.is_some() && self.tools.len() == 1 {
+                if self.takes_text() {
                     input_modes.push("text/plain".to_owned());
                 }
                 v1::AgentSkill {
@@ -244,6 +286,15 @@ impl ToolSet {
 
     /// A text-only message: the only tool, when it takes one string.
     fn text_call(&self, msg: &v1::Message) -> Result<Call, A2aError> {
+        if let Some(i) = msg
+            .parts
+            .iter()
+            .position(|p| !matches!(p.content, Some(Content::Text(_))))
+        {
+            return Err(self.refusal(format!(
+                "/parts/{i}: a tool call is a data part {{\"tool\": NAME, \"arguments\": {{…}}}}, or text alone"
+            )));
+        }
         let only = (self.tools.len() == 1)
             .then(|| self.tools.values().next())
             .flatten();
@@ -296,46 +347,27 @@ impl Tool {
     /// `Ok` when `arguments` match the input schema; else InvalidParams
     /// naming each violation under `at`.
     fn check(&self, arguments: &Map<String, Value>, at: &str) -> Result<(), A2aError> {
-        let Some(validator) = &self.validator else {
-            return Ok(());
-        };
-        let instance = Value::Object(arguments.clone());
-        let violations: Vec<FieldViolation> = validator
-            .iter_errors(&instance)
-            .take(MAX_VIOLATIONS)
-            .map(|e| FieldViolation {
-                field: format!("{at}{}", e.instance_path().as_str()),
-                description: crate::manifest::shortened(e.to_string()),
-            })
-            .collect();
-        if violations.is_empty() {
-            return Ok(());
-        }
-        let listed: Vec<String> = violations
-            .iter()
-            .map(|v| format!("{}: {}", v.field, v.description))
-            .collect();
-        let mut err = A2aError::new(
-            ErrorCode::InvalidParams,
-            format!(
-                "the arguments do not match the input schema of the tool {:?}: {}",
-                self.name,
-                listed.join("; ")
-            ),
-        );
-        err.violations = violations;
-        Err(err)
+        let mut found = crate::manifest::Violations::default();
+        found.collect(&self.validator, &Value::Object(arguments.clone()), at);
+        found.into_result(&format!(
+            "the arguments do not match the input schema of the tool {:?}",
+            self.name
+        ))
     }
 }
 
 /// The one string property a schema has (required or not), when it has
-/// exactly one property and no other property is allowed to be required.
+/// exactly one property and requires no other.
 fn text_argument(schema: &Value) -> Option<String> {
     let props = schema.get("properties")?.as_object()?;
     if props.len() != 1 {
         return None;
     }
     let (name, prop) = props.iter().next()?;
+    let required = schema.get("required").and_then(Value::as_array);
+    if required.is_some_and(|r| r.iter().any(|n| n.as_str() != Some(name.as_str()))) {
+        return None;
+    }
     let is_string = match prop.get("type") {
         Some(Value::String(t)) => t == "string",
         Some(Value::Array(ts)) => ts.iter().any(|t| t == "string"),
@@ -484,6 +516,70 @@ mod tests {
             None,
         );
         assert!(numeric.resolve(&text("hi")).is_err());
+    }
+
+    #[test]
+    fn a_text_call_needs_text_alone_and_no_other_required_argument() {
+        let two = ToolSet::new(
+            vec![json!({"name": "t", "inputSchema": {"type": "object",
+                "properties": {"text": {"type": "string"}}, "required": ["text", "mode"]}})],
+            None,
+        );
+        assert!(!two.takes_text());
+        assert!(two.resolve(&text("hi")).is_err());
+        let one = ToolSet::new(
+            vec![json!({"name": "t", "inputSchema": {"type": "object",
+                "properties": {"text": {"type": "string"}}, "required": ["text"]}})],
+            None,
+        );
+        let mut with_file = text("hi");
+        with_file
+            .parts
+            .push(v1::Part::url("https://x.example/a.pdf", "application/pdf"));
+        let err = one.resolve(&with_file).expect_err("a file part");
+        assert!(err.message.contains("/parts/1"), "{}", err.message);
+    }
+
+    #[test]
+    fn hostile_tools_are_cut_or_left_out() {
+        let huge = "x".repeat(70_000);
+        let set = ToolSet::new(
+            vec![
+                json!({"name": "big", "inputSchema": {"type": "object", "description": huge}}),
+                json!({"name": "broken", "inputSchema": {"type": "object", "properties": {"a": {"type": 7}}}}),
+                json!({"name": "ok", "title": "t".repeat(1000),
+                       "annotations": {"readOnlyHint": true, "evil": "x".repeat(10_000)}}),
+            ],
+            None,
+        );
+        assert_eq!(set.names(), ["ok"]);
+        let skill = &set.skills()[0];
+        assert_eq!(skill.name.chars().count(), MAX_TITLE);
+        let params = serde_json::to_value(set.extension().params).expect("params");
+        assert_eq!(
+            params["tools"][0]["annotations"],
+            json!({"readOnlyHint": true})
+        );
+    }
+
+    #[test]
+    fn a_draft_07_schema_is_read_as_draft_07() {
+        // In draft 07 `items` as an array is a tuple; 2020-12 refuses it.
+        let set = ToolSet::new(
+            vec![
+                json!({"name": "t", "inputSchema": {"$schema": "http://json-schema.org/draft-07/schema#",
+                "type": "object", "properties": {"p": {"type": "array", "items": [{"type": "string"}]}}}}),
+            ],
+            None,
+        );
+        assert!(
+            set.resolve(&data(json!({"tool": "t", "arguments": {"p": ["a"]}})))
+                .is_ok()
+        );
+        assert!(
+            set.resolve(&data(json!({"tool": "t", "arguments": {"p": [1]}})))
+                .is_err()
+        );
     }
 
     #[test]
