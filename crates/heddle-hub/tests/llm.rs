@@ -1048,29 +1048,7 @@ async fn sdk_client_flows(program: &std::path::Path, script: &std::path::Path) {
         Reply::Text(vec!["Sunny in Paris."]),
     ]);
     let agent = client.interface().url.trim_end_matches("/a2a").to_owned();
-    let out = tokio::time::timeout(
-        Duration::from_secs(120),
-        tokio::process::Command::new(program)
-            .arg(script)
-            .arg(&agent)
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("the client ends in time")
-    .expect("the client runs");
-    let printed = String::from_utf8_lossy(&out.stdout);
-    print!("{printed}");
-    assert!(
-        out.status.success(),
-        "{printed}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(
-        printed.lines().filter(|l| l.starts_with("PASS ")).count(),
-        3,
-        "{printed}"
-    );
+    live::run_flows(program, script, &[&agent], 3).await;
 }
 
 /// The official Python client through the hub

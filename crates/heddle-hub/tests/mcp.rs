@@ -590,29 +590,7 @@ async fn sdk_client_flows(program: &Path, script: &Path) {
         ours_stdio(&python, &dir.path().join("mcp.log")),
     )])
     .await;
-    let out = tokio::time::timeout(
-        Duration::from_secs(120),
-        tokio::process::Command::new(program)
-            .arg(script)
-            .arg(format!("{base}/api/v1/agents/py"))
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("the client ends in time")
-    .expect("the client runs");
-    let printed = String::from_utf8_lossy(&out.stdout);
-    print!("{printed}");
-    assert!(
-        out.status.success(),
-        "{printed}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(
-        printed.lines().filter(|l| l.starts_with("PASS ")).count(),
-        4,
-        "{printed}"
-    );
+    live::run_flows(program, script, &[&format!("{base}/api/v1/agents/py")], 4).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -424,28 +424,13 @@ async fn a_python_sdk_agent_registered_at_run_time_works_through_the_hub() {
         ("1.0", "GRPC"),
         ("0.3", "GRPC"),
     ] {
-        let out = tokio::time::timeout(
-            Duration::from_secs(120),
-            tokio::process::Command::new(&python)
-                .arg(interop_dir().join("python/hub_remote_flows.py"))
-                .args([agent.as_str(), version, binding])
-                .kill_on_drop(true)
-                .output(),
-        )
-        .await
-        .expect("the Python client ends in time")
-        .expect("the Python client runs");
-        let printed = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{binding} {version}:\n{printed}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert_eq!(
-            printed.lines().filter(|l| l.starts_with("PASS ")).count(),
+        live::run_flows(
+            &python,
+            &interop_dir().join("python/hub_remote_flows.py"),
+            &[agent.as_str(), version, binding],
             4,
-            "{binding} {version}:\n{printed}"
-        );
+        )
+        .await;
     }
 }
 

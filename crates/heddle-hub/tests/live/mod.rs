@@ -220,3 +220,40 @@ pub fn installed(needed: &std::path::Path, what: &str) -> bool {
     );
     false
 }
+
+/// Runs an official SDK's flow script (`program script args…`, at most two
+/// minutes) and checks it exits 0 having printed `passes` lines starting
+/// `PASS `; what it printed, for the test's output.
+pub async fn run_flows(
+    program: &std::path::Path,
+    script: &std::path::Path,
+    args: &[&str],
+    passes: usize,
+) -> String {
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::process::Command::new(program)
+            .arg(script)
+            .args(args)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the client ends in time")
+    .expect("the client runs");
+    let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+    print!("{printed}");
+    assert!(
+        out.status.success(),
+        "{} {args:?}:\n{printed}\n{}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        printed.lines().filter(|l| l.starts_with("PASS ")).count(),
+        passes,
+        "{} {args:?}:\n{printed}",
+        script.display()
+    );
+    printed
+}
