@@ -16,78 +16,15 @@
 // Runs over JSON-RPC v1.0. Prints `PASS js-hub-llm FLOW` (or FAIL ...) per
 // flow; exits 1 if any flow failed.
 
-import { randomUUID } from 'node:crypto';
+import { TaskState } from '@a2a-js/sdk';
 
-import { Role, TaskState } from '@a2a-js/sdk';
-import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import { HubAgent, check, isTask, part, runNamedFlows, stateName, textOf, userRequest } from './hub_flows.mjs';
 
 const USAGE_KEY = 'https://heddle.dev/extensions/usage/v1';
 
-class Failure extends Error {}
+const request = (text, ids) => userRequest([part('text', text)], ids);
 
-function check(cond, what) {
-  if (!cond) throw new Failure(what);
-}
-
-const stateName = (s) => TaskState[s] ?? String(s);
-
-function textOf(parts) {
-  return (parts ?? [])
-    .filter((p) => p.content?.$case === 'text')
-    .map((p) => p.content.value)
-    .join('');
-}
-
-const textPart = (text) => ({
-  content: { $case: 'text', value: text },
-  metadata: undefined,
-  filename: '',
-  mediaType: '',
-});
-
-function request(text, { taskId = '', contextId = '' } = {}) {
-  return {
-    tenant: '',
-    message: {
-      messageId: randomUUID(),
-      contextId,
-      taskId,
-      role: Role.ROLE_USER,
-      parts: [textPart(text)],
-      metadata: undefined,
-      extensions: [],
-      referenceTaskIds: [],
-    },
-    configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: false },
-    metadata: undefined,
-  };
-}
-
-const isTask = (r) => r && typeof r === 'object' && 'status' in r && !('messageId' in r);
-
-class Runner {
-  constructor(url) {
-    // The trailing slash keeps the last path segment when the resolver
-    // resolves `.well-known/agent-card.json` against it.
-    this.url = `${url.replace(/\/+$/, '')}/`;
-    this.resolver = new DefaultAgentCardResolver({});
-    this.factory = new ClientFactory({
-      transports: [new JsonRpcTransportFactory({})],
-      cardResolver: this.resolver,
-      clientConfig: { polling: false },
-    });
-    this.failed = 0;
-  }
-
-  async client() {
-    const card = await this.resolver.resolve(this.url);
-    const keep = card.supportedInterfaces.filter(
-      (i) => i.protocolBinding === 'JSONRPC' && !/^0\.3(\.|$)/.test(i.protocolVersion),
-    );
-    check(keep.length > 0, 'the hub card has no JSON-RPC v1.0 interface');
-    return this.factory.createFromAgentCard({ ...card, supportedInterfaces: keep });
-  }
-
+class Runner extends HubAgent {
   async send(client, text, task) {
     const result = await client.sendMessage(
       request(text, task ? { taskId: task.id, contextId: task.contextId } : {}),
@@ -143,22 +80,12 @@ class Runner {
     check(got === 'Sunny in Paris.', `answer ${JSON.stringify(got)}`);
   }
 
-  async run() {
-    for (const [name, flow] of [
+  run() {
+    return runNamedFlows('js-hub-llm', [
       ['send', () => this.flowSend()],
       ['stream', () => this.flowStream()],
       ['ask-user', () => this.flowAskUser()],
-    ]) {
-      try {
-        await flow();
-        console.log(`PASS js-hub-llm ${name}`);
-      } catch (e) {
-        this.failed += 1;
-        console.log(`FAIL js-hub-llm ${name}: ${e?.constructor?.name}: ${String(e?.message ?? e).split(/\s+/).join(' ')}`);
-        console.error(e?.stack ?? e);
-      }
-    }
-    return this.failed ? 1 : 0;
+    ]);
   }
 }
 

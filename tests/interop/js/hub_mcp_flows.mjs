@@ -21,89 +21,15 @@
 // Runs over JSON-RPC v1.0. Prints `PASS js-hub-mcp FLOW` (or FAIL ...) per
 // flow; exits 1 if any flow failed.
 
-import { randomUUID } from 'node:crypto';
+import { TaskState } from '@a2a-js/sdk';
 
-import { Role, TaskState } from '@a2a-js/sdk';
-import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
-
-const FLOW_TIMEOUT_MS = 30_000;
-
-class Failure extends Error {}
-
-function check(cond, what) {
-  if (!cond) throw new Failure(what);
-}
-
-const stateName = (s) => TaskState[s] ?? String(s);
-
-function textOf(parts) {
-  return (parts ?? [])
-    .filter((p) => p.content?.$case === 'text')
-    .map((p) => p.content.value)
-    .join('');
-}
+import { Failure, HubAgent, check, isTask, part, runNamedFlows, stateName, textOf, userRequest } from './hub_flows.mjs';
 
 const dataOf = (parts) => (parts ?? []).filter((p) => p.content?.$case === 'data').map((p) => p.content.value);
 
-// The v1.0 Part: `data` holds any JSON value (google.protobuf.Value).
-const dataPart = (value) => ({
-  content: { $case: 'data', value },
-  metadata: undefined,
-  filename: '',
-  mediaType: '',
-});
+const toolCall = (tool, args) => userRequest([part('data', { tool, arguments: args })]);
 
-function toolCall(tool, args) {
-  return {
-    tenant: '',
-    message: {
-      messageId: randomUUID(),
-      contextId: '',
-      taskId: '',
-      role: Role.ROLE_USER,
-      parts: [dataPart({ tool, arguments: args })],
-      metadata: undefined,
-      extensions: [],
-      referenceTaskIds: [],
-    },
-    configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: false },
-    metadata: undefined,
-  };
-}
-
-const isTask = (r) => r && typeof r === 'object' && 'status' in r && !('messageId' in r);
-
-function withTimeout(promise, ms, what) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Failure(`${what} took over ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-class Runner {
-  constructor(url) {
-    // The trailing slash keeps the last path segment when the resolver
-    // resolves `.well-known/agent-card.json` against it.
-    this.url = `${url.replace(/\/+$/, '')}/`;
-    this.resolver = new DefaultAgentCardResolver({});
-    this.factory = new ClientFactory({
-      transports: [new JsonRpcTransportFactory({})],
-      cardResolver: this.resolver,
-      clientConfig: { polling: false },
-    });
-    this.failed = 0;
-  }
-
-  async client() {
-    const card = await this.resolver.resolve(this.url);
-    const keep = card.supportedInterfaces.filter(
-      (i) => i.protocolBinding === 'JSONRPC' && !/^0\.3(\.|$)/.test(i.protocolVersion),
-    );
-    check(keep.length > 0, 'the hub card has no JSON-RPC v1.0 interface');
-    return this.factory.createFromAgentCard({ ...card, supportedInterfaces: keep });
-  }
-
+class Runner extends HubAgent {
   async send(client, tool, args) {
     const result = await client.sendMessage(toolCall(tool, args));
     check(isTask(result), `send result is not a task: ${JSON.stringify(result)}`);
@@ -182,23 +108,13 @@ class Runner {
     throw new Failure(`arguments breaking the schema gave ${JSON.stringify(result)}, want JSON-RPC error -32602`);
   }
 
-  async run() {
-    for (const [name, flow] of [
+  run() {
+    return runNamedFlows('js-hub-mcp', [
       ['call', () => this.flowCall()],
       ['stream', () => this.flowStream()],
       ['tool-error', () => this.flowToolError()],
       ['bad-arguments', () => this.flowBadArguments()],
-    ]) {
-      try {
-        await withTimeout(flow(), FLOW_TIMEOUT_MS, name);
-        console.log(`PASS js-hub-mcp ${name}`);
-      } catch (e) {
-        this.failed += 1;
-        console.log(`FAIL js-hub-mcp ${name}: ${e?.constructor?.name}: ${String(e?.message ?? e).split(/\s+/).join(' ')}`);
-        console.error(e?.stack ?? e);
-      }
-    }
-    return this.failed ? 1 : 0;
+    ]);
   }
 }
 

@@ -170,6 +170,44 @@ LABELS = {
 }
 
 
+async def hub_jsonrpc_client(http: httpx.AsyncClient, url: str, *,
+                             streaming: bool):
+    """A client of the agent at `url` (a hub's agent URL) over JSON-RPC
+    v1.0 only, whatever else its card lists."""
+    card = await A2ACardResolver(http, url).get_agent_card()
+    keep = [
+        i for i in card.supported_interfaces
+        if i.protocol_binding == 'JSONRPC'
+        and not is_legacy_version(i.protocol_version)
+    ]
+    check(keep, 'the hub card has no JSON-RPC v1.0 interface')
+    del card.supported_interfaces[:]
+    card.supported_interfaces.extend(keep)
+    factory = ClientFactory(ClientConfig(
+        streaming=streaming,
+        httpx_client=http,
+        supported_protocol_bindings=['JSONRPC'],
+    ))
+    return factory.create(card)
+
+
+async def run_named_flows(label: str, flows) -> int:
+    """Runs each `(name, flow)` in turn, 30 s each, printing `PASS LABEL
+    NAME` or `FAIL LABEL NAME: why`; 1 if any failed, else 0."""
+    failed = 0
+    for name, flow in flows:
+        try:
+            await asyncio.wait_for(flow(), timeout=30)
+            print(f'PASS {label} {name}', flush=True)
+        except Exception as e:  # noqa: BLE001
+            failed += 1
+            why = ' '.join(str(e).split())
+            print(f'FAIL {label} {name}: {type(e).__name__}: {why}',
+                  flush=True)
+            traceback.print_exc(file=sys.stderr)
+    return 1 if failed else 0
+
+
 def grpc_target(url: str) -> str:
     """The card's v0.3 gRPC url is `http://host:port`; grpc wants `host:port`."""
     for scheme in ('http://', 'https://', 'grpc://'):

@@ -20,15 +20,19 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import traceback
 
 import httpx
 
-from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
-from a2a.compat.v0_3.versions import is_legacy_version
 from a2a.types import Part, SendMessageRequest, TaskState
 
-from client_flows import check, state_name, text_of, user_message
+from client_flows import (
+    check,
+    hub_jsonrpc_client,
+    run_named_flows,
+    state_name,
+    text_of,
+    user_message,
+)
 
 USAGE_KEY = 'https://heddle.dev/extensions/usage/v1'
 
@@ -39,21 +43,8 @@ class Flows:
         self.http = httpx.AsyncClient(timeout=30.0)
 
     async def client(self, *, streaming: bool):
-        card = await A2ACardResolver(self.http, self.url).get_agent_card()
-        keep = [
-            i for i in card.supported_interfaces
-            if i.protocol_binding == 'JSONRPC'
-            and not is_legacy_version(i.protocol_version)
-        ]
-        check(keep, 'the hub card has no JSON-RPC v1.0 interface')
-        del card.supported_interfaces[:]
-        card.supported_interfaces.extend(keep)
-        factory = ClientFactory(ClientConfig(
-            streaming=streaming,
-            httpx_client=self.http,
-            supported_protocol_bindings=['JSONRPC'],
-        ))
-        return factory.create(card)
+        return await hub_jsonrpc_client(self.http, self.url,
+                                        streaming=streaming)
 
     async def send(self, client, text: str, task=None):
         message = (user_message(Part(text=text), task_id=task.id,
@@ -109,23 +100,13 @@ class Flows:
         check(got == 'Sunny in Paris.', f'answer {got!r}')
 
     async def run(self) -> int:
-        failed = 0
-        for name, flow in [
+        failed = await run_named_flows('py-hub-llm', [
             ('send', self.flow_send),
             ('stream', self.flow_stream),
             ('ask-user', self.flow_ask_user),
-        ]:
-            try:
-                await asyncio.wait_for(flow(), timeout=30)
-                print(f'PASS py-hub-llm {name}', flush=True)
-            except Exception as e:  # noqa: BLE001
-                failed += 1
-                why = ' '.join(str(e).split())
-                print(f'FAIL py-hub-llm {name}: {type(e).__name__}: {why}',
-                      flush=True)
-                traceback.print_exc(file=sys.stderr)
+        ])
         await self.http.aclose()
-        return 1 if failed else 0
+        return failed
 
 
 def main() -> int:

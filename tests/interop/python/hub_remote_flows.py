@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import traceback
 
 import grpc
 import httpx
@@ -37,6 +36,7 @@ from client_flows import (
     TenantMetadata,
     check,
     grpc_target,
+    run_named_flows,
     state_name,
     text_of,
     user_message,
@@ -151,26 +151,16 @@ class Flows:
               f'the subscription ended {state_name(last or 0)}')
 
     async def run(self) -> int:
-        failed = 0
-        for name, flow in [
+        failed = await run_named_flows(self.label, [
             ('echo', self.flow_echo),
             ('multi-turn', self.flow_multi_turn),
             ('stream', self.flow_stream),
             ('resubscribe-cancel', self.flow_resubscribe_and_cancel),
-        ]:
-            try:
-                await asyncio.wait_for(flow(), timeout=30)
-                print(f'PASS {self.label} {name}', flush=True)
-            except Exception as e:  # noqa: BLE001
-                failed += 1
-                why = ' '.join(str(e).split())
-                print(f'FAIL {self.label} {name}: {type(e).__name__}: {why}',
-                      flush=True)
-                traceback.print_exc(file=sys.stderr)
+        ])
         await self.http.aclose()
         for channel in self.channels:
             await channel.close()
-        return 1 if failed else 0
+        return failed
 
 
 def main() -> int:
