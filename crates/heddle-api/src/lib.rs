@@ -35,10 +35,14 @@
 
 mod agent;
 mod events;
+mod ledger;
 mod store;
 
 pub use agent::{AgentError, AgentExecutor, Caller, RequestContext};
 pub use events::{EventError, IllegalTransition, TaskEvents, TaskSink};
+pub use ledger::{
+    Account, Entry, LedgerStore, NewReservation, Reservation, Reserved, Settlement, valid_currency,
+};
 pub use store::{
     AgentRecord, Delivery, DeliveryOutcome, ListPage, ListQuery, NewDelivery, PushConfigRecord,
     PushStore, RegistryStore, Scope, StoreError, TaskStore,

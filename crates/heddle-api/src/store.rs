@@ -130,6 +130,13 @@ pub trait TaskStore: Send + Sync + 'static {
     fn registry_store(self: Arc<Self>) -> Option<Arc<dyn RegistryStore>> {
         None
     }
+
+    /// This store's ledger of wallets and earnings, when it keeps one beside
+    /// its tasks (memory, SQLite and PostgreSQL do), so that a task and the
+    /// money reserved for it live and move together. A priced hub needs one.
+    fn ledger_store(self: Arc<Self>) -> Option<Arc<dyn crate::LedgerStore>> {
+        None
+    }
 }
 
 /// A push config as stored: the v1.0 config and the protocol version it was

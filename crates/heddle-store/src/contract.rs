@@ -36,6 +36,9 @@
 
 use std::collections::HashSet;
 
+mod ledger;
+pub use ledger::{all_entries, assert_balanced, ledger_concurrency, ledger_store};
+
 use heddle_core::{
     v1,
     wkt::{Struct, Timestamp},
@@ -833,7 +836,32 @@ mod runs {
         };
     }
 
+    /// The ledger's contract for the store `$make` gives.
+    macro_rules! ledger_runs {
+        ($name:ident, $make:expr) => {
+            mod $name {
+                #[allow(unused_imports)]
+                use super::*;
+
+                #[tokio::test]
+                async fn ledger_store() {
+                    let (_keep, store) = $make;
+                    crate::contract::ledger_store(&store).await;
+                }
+
+                /// The figure: 1,000 spends from 50 tasks at once.
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn ledger_concurrency() {
+                    let (_keep, store) = $make;
+                    crate::contract::ledger_concurrency(std::sync::Arc::new(store), 50, 1_000)
+                        .await;
+                }
+            }
+        };
+    }
+
     contract_runs!(memory, ((), crate::MemoryStore::default()));
+    ledger_runs!(memory_ledger, ((), crate::MemoryStore::default()));
 
     #[cfg(feature = "sqlite")]
     #[allow(clippy::unwrap_used)] // a test should fail loudly

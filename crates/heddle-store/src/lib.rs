@@ -26,6 +26,7 @@
 
 #[cfg(any(test, feature = "contract"))]
 pub mod contract;
+mod ledger;
 mod memory;
 mod page;
 #[cfg(feature = "postgres")]
@@ -46,8 +47,9 @@ mod sqlite_push;
 mod sqlite_registry;
 
 pub use heddle_api::{
-    AgentRecord, Delivery, DeliveryOutcome, ListPage, ListQuery, NewDelivery, PushConfigRecord,
-    PushStore, RegistryStore, Scope, StoreError, TaskStore,
+    Account, AgentRecord, Delivery, DeliveryOutcome, Entry, LedgerStore, ListPage, ListQuery,
+    NewDelivery, NewReservation, PushConfigRecord, PushStore, RegistryStore, Reservation, Reserved,
+    Scope, Settlement, StoreError, TaskStore, valid_currency,
 };
 pub use memory::{DEFAULT_MEMORY_MAX_BYTES, MemoryLimits, MemoryStore};
 pub use page::{PageToken, sort_key};

@@ -60,6 +60,7 @@ pub struct MemoryStore {
     inner: Mutex<Inner>,
     pub(crate) push: crate::push::MemoryPush,
     pub(crate) registry: crate::registry::MemoryRegistry,
+    pub(crate) ledger: crate::ledger::MemoryLedger,
 }
 
 #[derive(Debug, Default)]
@@ -119,6 +120,7 @@ impl MemoryStore {
             inner: Mutex::default(),
             push: Default::default(),
             registry: Default::default(),
+            ledger: Default::default(),
         }
     }
 
@@ -432,6 +434,10 @@ impl TaskStore for MemoryStore {
     }
 
     fn registry_store(self: Arc<Self>) -> Option<Arc<dyn crate::RegistryStore>> {
+        Some(self)
+    }
+
+    fn ledger_store(self: Arc<Self>) -> Option<Arc<dyn crate::LedgerStore>> {
         Some(self)
     }
 }

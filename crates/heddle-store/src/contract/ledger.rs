@@ -1,0 +1,345 @@
+//! The ledger's part of the store contract: [`ledger_store`] for the rules
+//! one call at a time, [`ledger_concurrency`] for many spends at once, and
+//! [`assert_balanced`] for the invariants any test may check afterwards.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::{Account, LedgerStore, NewReservation, Reserved, Settlement, StoreError};
+
+#[track_caller]
+fn must<T>(result: Result<T, StoreError>, doing: &str) -> T {
+    match result {
+        Ok(v) => v,
+        Err(e) => panic!("ledger contract: {doing} failed: {e}"),
+    }
+}
+
+fn reservation(id: &str, owner: &str, amount: i64) -> NewReservation {
+    NewReservation {
+        id: id.to_owned(),
+        owner: owner.to_owned(),
+        agent: "agent-a".to_owned(),
+        task: format!("task-of-{id}"),
+        currency: "USD".to_owned(),
+        amount,
+    }
+}
+
+/// Every entry of `account`, oldest first, read page by page.
+pub async fn all_entries(store: &dyn LedgerStore, account: &Account) -> Vec<crate::Entry> {
+    let mut out = Vec::new();
+    let mut before = None;
+    loop {
+        let page = must(store.entries(account, before, 100).await, "entries");
+        let Some(last) = page.last() else { break };
+        before = Some(last.seq);
+        out.extend(page);
+    }
+    out.reverse();
+    out
+}
+
+/// The ledger's invariants over `accounts` (which must be every account the
+/// test touched): each transaction sums to zero, each balance is the sum of
+/// the account's entries and, for wallets and holds, never below zero.
+pub async fn assert_balanced(store: &dyn LedgerStore, accounts: &[Account]) {
+    let mut txns: HashMap<i64, ()> = HashMap::new();
+    for account in accounts {
+        let entries = all_entries(store, account).await;
+        let mut sums: HashMap<String, i64> = HashMap::new();
+        for e in &entries {
+            *sums.entry(e.currency.clone()).or_default() += e.amount;
+            txns.insert(e.txn, ());
+        }
+        for (currency, sum) in &sums {
+            let balance = must(store.balance(account, currency).await, "balance");
+            assert_eq!(
+                balance, *sum,
+                "ledger contract: {account:?}'s balance is the sum of its entries"
+            );
+            if matches!(account, Account::Wallet(_) | Account::Held(_)) {
+                assert!(
+                    balance >= 0,
+                    "ledger contract: {account:?} never goes below zero ({balance})"
+                );
+            }
+        }
+    }
+    for txn in txns.keys() {
+        let entries = must(store.transaction(*txn).await, "transaction");
+        let mut sums: HashMap<&str, i64> = HashMap::new();
+        for e in &entries {
+            *sums.entry(&e.currency).or_default() += e.amount;
+        }
+        assert!(
+            sums.values().all(|s| *s == 0),
+            "ledger contract: transaction {txn} sums to zero in each currency: {entries:?}"
+        );
+    }
+}
+
+/// The ledger's rules, one call at a time, on an empty ledger.
+pub async fn ledger_store(store: &dyn LedgerStore) {
+    let wallet = Account::Wallet("alice".into());
+    let held = Account::Held("alice".into());
+    let earned = Account::Earnings("agent-a".into());
+    assert_eq!(must(store.balance(&wallet, "USD").await, "balance"), 0);
+    must(store.top_up("alice", "USD", 500, "first").await, "top_up");
+    must(store.top_up("alice", "EUR", 70, "").await, "top_up");
+    assert_eq!(must(store.balance(&wallet, "USD").await, "balance"), 500);
+    assert_eq!(
+        must(store.balances(&wallet).await, "balances"),
+        [("EUR".to_owned(), 70), ("USD".to_owned(), 500)],
+        "ledger contract: balances lists each currency once, by code"
+    );
+    assert!(
+        store.top_up("alice", "usd", 1, "").await.is_err(),
+        "ledger contract: a currency that is not ISO 4217 is refused"
+    );
+    assert!(
+        store.top_up("alice", "USD", 0, "").await.is_err(),
+        "ledger contract: an empty top-up is refused"
+    );
+
+    // Reserve, then settle below the hold: the rest comes back.
+    assert_eq!(
+        must(
+            store.reserve(&reservation("r1", "alice", 200)).await,
+            "reserve"
+        ),
+        Reserved::Held
+    );
+    assert_eq!(must(store.balance(&wallet, "USD").await, "balance"), 300);
+    assert_eq!(must(store.balance(&held, "USD").await, "balance"), 200);
+    assert!(
+        store.reserve(&reservation("r1", "alice", 1)).await.is_err(),
+        "ledger contract: a reservation id is used once"
+    );
+    assert_eq!(
+        must(
+            store.reserve(&reservation("r2", "alice", 301)).await,
+            "reserve"
+        ),
+        Reserved::Insufficient { available: 300 },
+        "ledger contract: a reservation over the balance is refused with the balance"
+    );
+    assert!(
+        must(store.reservation("r2").await, "reservation").is_none(),
+        "ledger contract: a refused reservation leaves nothing"
+    );
+    let open = must(store.open_reservations(10).await, "open_reservations");
+    assert_eq!(open.len(), 1);
+    assert_eq!(
+        (open[0].id.as_str(), open[0].task.as_str(), open[0].amount),
+        ("r1", "task-of-r1", 200)
+    );
+
+    assert_eq!(
+        must(store.extend("r1", 50).await, "extend"),
+        Some(Reserved::Held)
+    );
+    assert_eq!(
+        must(store.extend("r1", 10_000).await, "extend"),
+        Some(Reserved::Insufficient { available: 250 })
+    );
+    assert_eq!(must(store.extend("nope", 5).await, "extend"), None);
+
+    let first = Settlement {
+        charged: 120,
+        released: 130,
+    };
+    assert_eq!(
+        must(store.settle("r1", 120).await, "settle"),
+        Some(first),
+        "ledger contract: settle charges what it is told and releases the rest"
+    );
+    assert_eq!(
+        must(store.settle("r1", 250).await, "settle again"),
+        Some(first),
+        "ledger contract: settling twice answers the first settlement and changes nothing"
+    );
+    assert_eq!(must(store.settle("nope", 1).await, "settle"), None);
+    assert_eq!(must(store.balance(&wallet, "USD").await, "balance"), 380);
+    assert_eq!(must(store.balance(&held, "USD").await, "balance"), 0);
+    assert_eq!(must(store.balance(&earned, "USD").await, "balance"), 120);
+    assert_eq!(
+        must(store.extend("r1", 5).await, "extend"),
+        None,
+        "ledger contract: a settled reservation is not extended"
+    );
+    let r1 = must(store.reservation("r1").await, "reservation");
+    assert_eq!(r1.and_then(|r| r.charged), Some(120));
+    assert!(must(store.open_reservations(10).await, "open").is_empty());
+
+    // A charge above the hold is clamped; a negative one charges nothing.
+    must(
+        store.reserve(&reservation("r3", "alice", 30)).await,
+        "reserve",
+    );
+    must(
+        store.reserve(&reservation("r4", "alice", 30)).await,
+        "reserve",
+    );
+    assert_eq!(
+        must(store.settle("r3", 99).await, "settle"),
+        Some(Settlement {
+            charged: 30,
+            released: 0
+        })
+    );
+    assert_eq!(
+        must(store.settle("r4", -5).await, "settle"),
+        Some(Settlement {
+            charged: 0,
+            released: 30
+        })
+    );
+    assert_eq!(must(store.balance(&wallet, "USD").await, "balance"), 350);
+
+    // Subscriptions pay once and keep the later end.
+    assert_eq!(
+        must(store.subscription("alice", "agent-a").await, "sub"),
+        None
+    );
+    assert_eq!(
+        must(
+            store.subscribe("alice", "agent-a", "USD", 50, 2_000).await,
+            "subscribe"
+        ),
+        Reserved::Held
+    );
+    must(
+        store.subscribe("alice", "agent-a", "USD", 0, 1_000).await,
+        "subscribe",
+    );
+    assert_eq!(
+        must(store.subscription("alice", "agent-a").await, "sub"),
+        Some(2_000)
+    );
+    assert_eq!(
+        must(
+            store
+                .subscribe("alice", "agent-a", "USD", 10_000, 9_000)
+                .await,
+            "subscribe"
+        ),
+        Reserved::Insufficient { available: 300 }
+    );
+    assert_eq!(
+        must(store.subscription("alice", "agent-a").await, "sub"),
+        Some(2_000)
+    );
+
+    // History: newest first, paged by seq.
+    let page = must(store.entries(&wallet, None, 2).await, "entries");
+    assert_eq!(page.len(), 2);
+    assert!(page[0].seq > page[1].seq, "ledger contract: newest first");
+    assert_eq!(page[0].kind, "subscribe");
+    let next = must(
+        store.entries(&wallet, Some(page[1].seq), 100).await,
+        "entries",
+    );
+    assert!(next.iter().all(|e| e.seq < page[1].seq));
+    let all = all_entries(store, &wallet).await;
+    assert_eq!(all.first().map(|e| e.memo.as_str()), Some("first"));
+    assert_eq!(all.first().map(|e| e.kind.as_str()), Some("topup"));
+
+    assert_balanced(
+        store,
+        &[
+            wallet,
+            held,
+            earned,
+            Account::Funding,
+            Account::Earnings("nobody".into()),
+        ],
+    )
+    .await;
+}
+
+/// Many spends at once against one wallet: `tasks` tasks each reserve and
+/// settle `spends / tasks` times concurrently. The wallet never goes below
+/// zero, exactly the spends it could pay for are held, and the ledger
+/// balances at the end.
+pub async fn ledger_concurrency(store: Arc<dyn LedgerStore>, tasks: usize, spends: usize) {
+    const PRICE: i64 = 3;
+    // Money for two thirds of the spends: the rest must be refused.
+    let affordable = (spends * 2 / 3) as i64;
+    must(
+        store.top_up("crowd", "USD", affordable * PRICE, "").await,
+        "top_up",
+    );
+    let per_task = spends / tasks;
+    let mut handles = Vec::with_capacity(tasks);
+    for t in 0..tasks {
+        let store = store.clone();
+        handles.push(tokio::spawn(async move {
+            let mut won = 0i64;
+            for s in 0..per_task {
+                let id = format!("t{t}-s{s}");
+                let r = NewReservation {
+                    id: id.clone(),
+                    owner: "crowd".into(),
+                    agent: format!("agent-{}", t % 3),
+                    task: format!("t{t}"),
+                    currency: "USD".into(),
+                    amount: PRICE,
+                };
+                match must(store.reserve(&r).await, "reserve") {
+                    Reserved::Held => {
+                        won += 1;
+                        // Every other spend is charged in full, the rest
+                        // released: both paths race with the reserves.
+                        let charge = if s % 2 == 0 { PRICE } else { 0 };
+                        must(store.settle(&id, charge).await, "settle");
+                    }
+                    Reserved::Insufficient { available } => {
+                        // The check and the debit are one step: a refusal
+                        // saw less than the price, and never below zero.
+                        assert!(
+                            (0..PRICE).contains(&available),
+                            "ledger contract: a refusal reports the short balance, got {available}"
+                        );
+                    }
+                }
+            }
+            won
+        }));
+    }
+    let mut won = 0;
+    for h in handles {
+        won += h.await.expect("a spender panicked");
+    }
+    let wallet = Account::Wallet("crowd".into());
+    let balance = must(store.balance(&wallet, "USD").await, "balance");
+    let earned: i64 = {
+        let mut sum = 0;
+        for a in 0..3 {
+            sum += must(
+                store
+                    .balance(&Account::Earnings(format!("agent-{a}")), "USD")
+                    .await,
+                "balance",
+            );
+        }
+        sum
+    };
+    assert!(balance >= 0, "ledger contract: the wallet never overdraws");
+    assert_eq!(
+        balance + earned,
+        affordable * PRICE,
+        "ledger contract: what is left plus what was earned is what was put in"
+    );
+    assert!(
+        won >= affordable,
+        "ledger contract: released money is spent again ({won} of {spends} spends held)"
+    );
+    assert!(
+        must(store.open_reservations(10).await, "open").is_empty(),
+        "ledger contract: every reservation was settled"
+    );
+    let mut accounts = vec![wallet, Account::Held("crowd".into()), Account::Funding];
+    accounts.extend((0..3).map(|a| Account::Earnings(format!("agent-{a}"))));
+    assert_balanced(store.as_ref(), &accounts).await;
+}
