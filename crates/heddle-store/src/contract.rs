@@ -37,7 +37,9 @@
 use std::collections::HashSet;
 
 mod ledger;
-pub use ledger::{all_entries, assert_balanced, ledger_concurrency, ledger_store};
+pub use ledger::{
+    all_entries, assert_balanced, ledger_concurrency, ledger_concurrency_across, ledger_store,
+};
 
 use heddle_core::{
     v1,

@@ -256,6 +256,25 @@ pub async fn ledger_store(store: &dyn LedgerStore) {
         ],
     )
     .await;
+
+    // A balance past i64 is an error that changes nothing, never a panic
+    // or a wrapped balance (XTS, the ISO code for tests, so the USD sums
+    // above stay apart).
+    let whale = Account::Wallet("whale".into());
+    must(store.top_up("whale", "XTS", i64::MAX, "").await, "top_up");
+    assert!(
+        store.top_up("whale", "XTS", 1, "").await.is_err(),
+        "ledger contract: a top-up past the largest balance is refused"
+    );
+    assert_eq!(
+        must(store.balance(&whale, "XTS").await, "balance"),
+        i64::MAX
+    );
+    assert_eq!(
+        must(store.balance(&Account::Funding, "XTS").await, "balance"),
+        -i64::MAX,
+        "ledger contract: a refused top-up leaves the funding account as it was"
+    );
 }
 
 /// Many spends at once against one wallet: `tasks` tasks each reserve and
@@ -263,7 +282,20 @@ pub async fn ledger_store(store: &dyn LedgerStore) {
 /// zero, exactly the spends it could pay for are held, and the ledger
 /// balances at the end.
 pub async fn ledger_concurrency(store: Arc<dyn LedgerStore>, tasks: usize, spends: usize) {
+    ledger_concurrency_across(&[store], tasks, spends).await;
+}
+
+/// [`ledger_concurrency`] with the spenders shared out over `stores`, each
+/// a replica's store over one shared database (task `t` spends through
+/// `stores[t % stores.len()]`): the same guarantees must hold across them.
+pub async fn ledger_concurrency_across(
+    stores: &[Arc<dyn LedgerStore>],
+    tasks: usize,
+    spends: usize,
+) {
     const PRICE: i64 = 3;
+    assert!(!stores.is_empty(), "ledger contract: at least one store");
+    let store = stores[0].clone();
     // Money for two thirds of the spends: the rest must be refused.
     let affordable = (spends * 2 / 3) as i64;
     must(
@@ -273,7 +305,7 @@ pub async fn ledger_concurrency(store: Arc<dyn LedgerStore>, tasks: usize, spend
     let per_task = spends / tasks;
     let mut handles = Vec::with_capacity(tasks);
     for t in 0..tasks {
-        let store = store.clone();
+        let store = stores[t % stores.len()].clone();
         handles.push(tokio::spawn(async move {
             let mut won = 0i64;
             for s in 0..per_task {
