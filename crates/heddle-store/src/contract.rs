@@ -875,4 +875,6 @@ mod runs {
 
     #[cfg(feature = "sqlite")]
     contract_runs!(sqlite, sqlite());
+    #[cfg(feature = "sqlite")]
+    ledger_runs!(sqlite_ledger, sqlite());
 }

@@ -42,6 +42,8 @@ mod registry;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 #[cfg(feature = "sqlite")]
+mod sqlite_ledger;
+#[cfg(feature = "sqlite")]
 mod sqlite_push;
 #[cfg(feature = "sqlite")]
 mod sqlite_registry;

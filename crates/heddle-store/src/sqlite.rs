@@ -64,6 +64,8 @@ const MIGRATIONS: &[&str] = &[
     crate::sqlite_push::MIGRATION,
     // 3: the hub's registry and task links.
     crate::sqlite_registry::MIGRATION,
+    // 4: the ledger (crate::sqlite_ledger).
+    crate::sqlite_ledger::MIGRATION,
 ];
 
 /// How long a connection waits on a lock held by another connection (e.g. a
@@ -1023,6 +1025,11 @@ impl TaskStore for SqliteStore {
 
     /// The registry tables beside `tasks` (`crate::sqlite_registry`).
     fn registry_store(self: Arc<Self>) -> Option<Arc<dyn crate::RegistryStore>> {
+        Some(self)
+    }
+
+    /// The ledger tables beside `tasks` (`crate::sqlite_ledger`).
+    fn ledger_store(self: Arc<Self>) -> Option<Arc<dyn crate::LedgerStore>> {
         Some(self)
     }
 }
