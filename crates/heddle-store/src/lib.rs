@@ -32,6 +32,8 @@ mod page;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "postgres")]
+mod postgres_ledger;
+#[cfg(feature = "postgres")]
 mod postgres_push;
 #[cfg(feature = "postgres")]
 mod postgres_registry;

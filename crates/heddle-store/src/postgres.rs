@@ -388,4 +388,9 @@ impl TaskStore for PostgresStore {
     fn registry_store(self: Arc<Self>) -> Option<Arc<dyn crate::RegistryStore>> {
         Some(self)
     }
+
+    /// The ledger tables beside `tasks` (`crate::postgres_ledger`).
+    fn ledger_store(self: Arc<Self>) -> Option<Arc<dyn crate::LedgerStore>> {
+        Some(self)
+    }
 }
