@@ -23,6 +23,12 @@
 //!   the same one. Pure Rust (sqlx), migrations embedded.
 //! * `contract` (feature `contract`): the behaviour every store must share,
 //!   as public async functions a third-party store runs in its own tests.
+//!
+//! Each of the three also keeps a hub's registry ([`RegistryStore`]) and its
+//! ledger of wallets and earnings ([`LedgerStore`]): under one lock in
+//! memory, on the single writer in SQLite, and in PostgreSQL with
+//! conditional debits and locked reservation rows, so replicas sharing the
+//! database never spend the same money twice.
 
 #[cfg(any(test, feature = "contract"))]
 pub mod contract;
