@@ -42,14 +42,24 @@ pub async fn all_entries(store: &dyn LedgerStore, account: &Account) -> Vec<crat
 
 /// The ledger's invariants over `accounts` (which must be every account the
 /// test touched): each transaction sums to zero, each balance is the sum of
-/// the account's entries and, for wallets and holds, never below zero.
+/// the account's entries and, for wallets and holds, never below zero, now
+/// or after any of its entries (an account's entries are in the order its
+/// balance changed, so a spend that overdrew shows even if money came back).
 pub async fn assert_balanced(store: &dyn LedgerStore, accounts: &[Account]) {
     let mut txns: HashMap<i64, ()> = HashMap::new();
     for account in accounts {
         let entries = all_entries(store, account).await;
         let mut sums: HashMap<String, i64> = HashMap::new();
+        let never_negative = matches!(account, Account::Wallet(_) | Account::Held(_));
         for e in &entries {
-            *sums.entry(e.currency.clone()).or_default() += e.amount;
+            let sum = sums.entry(e.currency.clone()).or_default();
+            *sum += e.amount;
+            assert!(
+                !never_negative || *sum >= 0,
+                "ledger contract: {account:?} went below zero ({sum} {} after entry {})",
+                e.currency,
+                e.seq
+            );
             txns.insert(e.txn, ());
         }
         for (currency, sum) in &sums {
