@@ -17,7 +17,9 @@
 //!
 //! `seq` comes from a sequence, so between replicas it is unique and
 //! increasing in the order entries were written, which may differ slightly
-//! from the order their transactions committed.
+//! from the order their transactions committed. Within one account it is
+//! the order its balance changed: a call holds the account's balance row
+//! from its change until it commits, and writes its entries meanwhile.
 
 use async_trait::async_trait;
 use sqlx::postgres::PgRow;

@@ -156,6 +156,40 @@ async fn two_stores_spend_one_wallet() {
     contract::ledger_concurrency_across(&stores, 50, 1_000).await;
 }
 
+/// Two replicas buy subscriptions from one wallet at once, each to another
+/// agent: only the wallet's row is shared, so only the conditional debit
+/// keeps it from overdrawing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_stores_subscribe_from_one_wallet() {
+    let (schema, a) = store_or_skip!("two_stores_subscribe_from_one_wallet");
+    let b = schema.store().await;
+    let stores: [Arc<dyn LedgerStore>; 2] = [Arc::new(a), Arc::new(b)];
+    stores[0].top_up("alice", "USD", 100, "").await.unwrap();
+    let mut handles = Vec::new();
+    for n in 0..40 {
+        let store = Arc::clone(&stores[n % 2]);
+        handles.push(tokio::spawn(async move {
+            let agent = format!("agent-{n}");
+            store.subscribe("alice", &agent, "USD", 7, 1_000).await
+        }));
+    }
+    let mut held = 0;
+    for h in handles {
+        match h.await.unwrap().unwrap() {
+            Reserved::Held => held += 1,
+            Reserved::Insufficient { available } => assert!((0..7).contains(&available)),
+        }
+    }
+    assert_eq!(
+        held,
+        100 / 7,
+        "every subscription the wallet could pay, no more"
+    );
+    let mut accounts = vec![Account::Wallet("alice".into()), Account::Funding];
+    accounts.extend((0..40).map(|n| Account::Earnings(format!("agent-{n}"))));
+    contract::assert_balanced(stores[1].as_ref(), &accounts).await;
+}
+
 /// Two replicas settle the same reservations at once, with different
 /// charges: each is settled once, and both hear the same settlement.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
