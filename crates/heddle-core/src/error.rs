@@ -67,6 +67,11 @@ pub enum ErrorCode {
     /// A service the server depends on cannot be reached (keys could not
     /// be fetched); retry later (HTTP 503). Heddle's own JSON-RPC code.
     Unavailable,
+    /// A priced agent's task would cost more than the caller's budget or
+    /// wallet balance allows (HTTP 402). Heddle's own JSON-RPC code: the
+    /// a2ahub form's -32001 is TaskNotFound on A2A endpoints. Its
+    /// `ErrorInfo.metadata` holds `required`, `available` and `currency`.
+    BudgetExceeded,
 }
 
 /// gRPC status codes (`google.rpc.Code`) used by the catalogue.
@@ -176,6 +181,7 @@ catalogue! {
     Unauthenticated, -32040, 401, Unauthenticated, "UNAUTHENTICATED", "Authentication required";
     PermissionDenied, -32043, 403, PermissionDenied, "PERMISSION_DENIED", "Permission denied";
     Unavailable, -32053, 503, Unavailable, "UNAVAILABLE", "A service the server depends on is unavailable; retry later";
+    BudgetExceeded, -32042, 402, FailedPrecondition, "BUDGET_EXCEEDED", "Budget exceeded";
 }
 
 impl ErrorCode {
