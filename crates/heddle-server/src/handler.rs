@@ -8,12 +8,14 @@ use heddle_core::{A2aError, ErrorCode, ProtocolVersion, VersionSet, call::Call, 
 use heddle_store::{Scope, StoreError, TaskStore};
 
 mod cancel;
+mod gate;
 mod push_configs;
 mod read;
 mod send;
 mod stream;
 mod stream_slots;
 
+pub use gate::{Pass, SendAtGate, SendGate};
 pub use stream_slots::StreamSlots;
 
 use crate::limit::CallerLimits;
@@ -155,6 +157,7 @@ struct Inner {
     push: Option<PushNotifier>,
     versions: VersionSet,
     message_check: Option<MessageCheck>,
+    gate: Option<gate::SharedGate>,
 }
 
 /// A [`RequestHandler`] being put together (see [`RequestHandler::builder`]).
@@ -171,6 +174,7 @@ pub struct HandlerBuilder {
     caller_limits: Option<CallerLimits>,
     versions: VersionSet,
     message_check: Option<MessageCheck>,
+    gate: Option<gate::SharedGate>,
 }
 
 impl HandlerBuilder {
@@ -227,6 +231,14 @@ impl HandlerBuilder {
         self
     }
 
+    /// Asks `gate` before each send makes or continues a task, and tells
+    /// the pass it gives how the run went (see [`SendGate`]): the
+    /// hook a server that charges or books tasks needs.
+    pub fn gate(mut self, gate: Arc<dyn SendGate>) -> Self {
+        self.gate = Some(gate);
+        self
+    }
+
     /// The handler.
     pub fn build(self) -> RequestHandler {
         let streams = self.streams.unwrap_or_else(|| {
@@ -248,6 +260,7 @@ impl HandlerBuilder {
                 push: self.push,
                 versions: self.versions,
                 message_check: self.message_check,
+                gate: self.gate,
             }),
         }
     }
@@ -328,6 +341,7 @@ impl RequestHandler {
             caller_limits: None,
             versions: VersionSet::ALL,
             message_check: None,
+            gate: None,
         }
     }
 

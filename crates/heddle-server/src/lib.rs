@@ -70,8 +70,8 @@ pub use agent::{AgentError, AgentExecutor, Caller, RequestContext};
 pub use binding::{Binding, refusal, refusal_parts};
 pub use events::{EventError, TaskEvents};
 pub use handler::{
-    CallContext, EventStream, HandlerBuilder, Limits, MessageCheck, Reply, RequestHandler,
-    StreamSlots,
+    CallContext, EventStream, HandlerBuilder, Limits, MessageCheck, Pass, Reply, RequestHandler,
+    SendAtGate, SendGate, StreamSlots,
 };
 pub use push::{PushNotifier, PushOptions, PushPolicy};
 pub use server::{AgentRoutes, CARD_PATHS, card_router, lenient_paths, normalize_path};
@@ -85,7 +85,7 @@ pub use server::{AgentRoutes, CARD_PATHS, card_router, lenient_paths, normalize_
 /// configs listed `ORDER BY created, id` in creation order within a
 /// millisecond. `Uuid::now_v7` does that with a counter shared by every
 /// thread, which was a third of each id's cost.
-pub(crate) fn new_id() -> String {
+pub fn new_id() -> String {
     let since_epoch = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();

@@ -11,7 +11,12 @@ use futures::FutureExt as _;
 use heddle_core::{A2aError, ErrorCode, v1, wkt::Timestamp};
 use heddle_store::Scope;
 
-use super::{CallContext, Reply, RequestHandler, read::with_history, store_err};
+use super::{
+    CallContext, Reply, RequestHandler,
+    gate::{Pass, SendAtGate},
+    read::with_history,
+    store_err,
+};
 use crate::limit::RunningSlot;
 use crate::{
     agent::RequestContext,
@@ -52,9 +57,13 @@ impl RequestHandler {
             self.check_send_push_config(p)?;
         }
         let new_task = message.task_id.is_empty();
-        let (mut lease, prior) = if new_task {
-            let (attached, prior) = self.start_task(&scope, &mut message, stream);
-            (self.inner.live.lease(attached), prior)
+        let (mut lease, prior, pass) = if new_task {
+            let task_id = crate::new_id();
+            let pass = self
+                .at_gate(&cx, &task_id, true, &message, req.metadata.as_ref())
+                .await?;
+            let (attached, prior) = self.start_task(&scope, task_id, &mut message, stream);
+            (self.inner.live.lease(attached), prior, pass)
         } else {
             let attached = self
                 .inner
@@ -62,12 +71,15 @@ impl RequestHandler {
                 .attach(&scope, &message.task_id, &self.inner.store, stream)
                 .await?;
             let lease = self.inner.live.lease(attached);
+            let pass = self
+                .at_gate(&cx, &lease.live.id, false, &message, req.metadata.as_ref())
+                .await?;
             if let Some(p) = push.clone() {
                 self.register_send_push_config(&cx, &lease.live.id, p)
                     .await?;
             }
             let prior = self.continue_task(&lease.live, &mut message).await?;
-            (lease, Some(prior))
+            (lease, Some(prior), pass)
         };
         if new_task && let Some(p) = push {
             self.register_send_push_config(&cx, &lease.live.id, p)
@@ -106,7 +118,7 @@ impl RequestHandler {
             cancel: live.cancel.clone(),
             streaming: stream,
         });
-        self.spawn_execution(live.clone(), ctx, running).await;
+        self.spawn_execution(live.clone(), ctx, running, pass).await;
 
         if let Some(rx) = rx {
             // The first event is the task (created) or the agent's direct message.
@@ -120,6 +132,29 @@ impl RequestHandler {
         drop(lease);
         self.wait_for_answer(live, start_gen, config.history_length)
             .await
+    }
+
+    /// The gate's word on this send, when the handler has one.
+    async fn at_gate(
+        &self,
+        cx: &CallContext,
+        task_id: &str,
+        new_task: bool,
+        message: &v1::Message,
+        metadata: Option<&heddle_core::wkt::Struct>,
+    ) -> Result<Option<Box<dyn Pass>>, A2aError> {
+        let Some(gate) = &self.inner.gate else {
+            return Ok(None);
+        };
+        gate.admit(SendAtGate {
+            agent_id: &self.inner.agent_id,
+            caller: &cx.caller,
+            task_id,
+            new_task,
+            message,
+            metadata,
+        })
+        .await
     }
 
     /// What a sent message must be: at most `max_parts` parts, from the user,
@@ -148,10 +183,10 @@ impl RequestHandler {
     pub(super) fn start_task(
         &self,
         scope: &Scope,
+        task_id: String,
         message: &mut v1::Message,
         subscribe: bool,
     ) -> (Attached, Option<v1::Task>) {
-        let task_id = crate::new_id();
         if message.context_id.is_empty() {
             message.context_id = crate::new_id();
         }
@@ -244,6 +279,7 @@ impl RequestHandler {
         live: Arc<LiveTask>,
         ctx: Box<RequestContext>,
         running: RunningSlot,
+        mut pass: Option<Box<dyn Pass>>,
     ) {
         live.running.store(true, Ordering::Release);
         let events = TaskEvents::new(live.clone(), ctx.context_id.clone());
@@ -254,6 +290,9 @@ impl RequestHandler {
         // captures in its state while it waits, so it captures the box, freed
         // as soon as the agent's future is made: 0.9 KB less per running agent.
         let mut run = Box::pin(async move {
+            if let Some(t) = pass.as_mut() {
+                t.started();
+            }
             let execution = executor.execute(unbox(ctx), events.clone());
             let result = AssertUnwindSafe(execution).catch_unwind().await;
             let error = match result {
@@ -266,7 +305,7 @@ impl RequestHandler {
                 }
             };
             // Boxed so its state is not part of the task for the agent's life.
-            Box::pin(handler.finish_execution(&run_live, &events, error)).await;
+            Box::pin(handler.finish_execution(&run_live, &events, error, pass)).await;
             drop(running);
         });
         let first = std::future::poll_fn(|cx| Poll::Ready(run.as_mut().poll(cx))).await;
@@ -287,6 +326,7 @@ impl RequestHandler {
         live: &Arc<LiveTask>,
         events: &TaskEvents,
         error: Option<String>,
+        pass: Option<Box<dyn Pass>>,
     ) {
         {
             let mut st = live.state.lock().await;
@@ -316,6 +356,9 @@ impl RequestHandler {
                 } else if st.dirty && self.inner.store.save(&live.scope, &st.task).await.is_ok() {
                     st.dirty = false;
                 }
+            }
+            if let Some(pass) = pass {
+                pass.ended((!st.replied).then_some(&st.task));
             }
             live.running.store(false, Ordering::Release);
         }
