@@ -10,6 +10,8 @@
 //! POST   /api/v1/admin/agents/{id}/refresh   re-fetch a remote agent's card
 //! ```
 //!
+//! Wallets and earnings have admin routes too (`crate::market::wallets`).
+//!
 //! Only admins get in ([`AdminAccess`]): a caller presenting the hub's admin
 //! token, or one the hub's authenticator verifies whose id is listed as an
 //! admin or whose token grants the admin scope. Errors are RFC 9457 problem
@@ -147,7 +149,11 @@ impl Viewer {
 }
 
 /// The admin, or the refusal to answer.
-async fn admit(hub: &Hub, headers: &HeaderMap, uri: &Uri) -> Result<Option<String>, Response> {
+pub(crate) async fn admit(
+    hub: &Hub,
+    headers: &HeaderMap,
+    uri: &Uri,
+) -> Result<Option<String>, Response> {
     if hub.shared.admin.token_matches(headers) {
         return Ok(None);
     }

@@ -9,7 +9,7 @@ use heddle_server::{AgentExecutor, AgentRoutes, RequestHandler, card_router};
 
 use crate::{
     AgentProfile, LiveAgent, Origin, RegistryError, Shared, auth, card_for_endpoints, llm,
-    manifest, mcp,
+    manifest, market, mcp,
     registry::{AgentEntry, AgentKind},
     remote, routes,
 };
@@ -182,6 +182,7 @@ impl Shared {
         // manifest's, reported above with every other violation.
         entry.check()?;
         let (mut profile, mut executor, mcp_server) = self.resolve(&mut entry).await?;
+        executor = market::deadline::wrap(executor);
         if let Some(facts) = &entry.answer_metadata {
             profile.extensions.push(facts.extension());
             executor = facts.wrap(executor);
@@ -212,6 +213,7 @@ impl Shared {
             checks.push(input.into_message_check());
         }
         let check = all_of(checks);
+        let gate = self.market_gate(&entry, &mut profile)?;
         if let Some(name) = &entry.name {
             profile.name.clone_from(name);
         }
@@ -271,6 +273,9 @@ impl Shared {
         if let Some(check) = check {
             handler = handler.message_check(check);
         }
+        if let Some(gate) = &gate {
+            handler = handler.gate(gate.clone());
+        }
         let handler = handler.build();
         let routes = self.agent_routes(&handler);
         Ok(LiveAgent {
@@ -280,7 +285,28 @@ impl Shared {
             routes,
             root_card,
             mcp: mcp_server,
+            market: gate,
         })
+    }
+
+    /// A priced agent's gate, its price declared in `profile`'s card.
+    fn market_gate(
+        &self,
+        entry: &AgentEntry,
+        profile: &mut AgentProfile,
+    ) -> Result<Option<Arc<market::gate::MarketGate>>, RegistryError> {
+        let Some(price) = entry.price()? else {
+            return Ok(None);
+        };
+        let ledger = self.store.clone().ledger_store().ok_or_else(|| {
+            RegistryError::Invalid(crate::registry::EntryError {
+                field: "pricing",
+                problem: "the hub's store keeps no ledger, which a priced agent needs".into(),
+            })
+        })?;
+        let gate = market::gate::MarketGate::new(&entry.id, price, ledger);
+        profile.extensions.push(gate.extension());
+        Ok(Some(Arc::new(gate)))
     }
 
     /// The HTTP routes of one agent under `/api/v1/agents/{id}`.

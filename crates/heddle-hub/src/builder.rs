@@ -324,6 +324,9 @@ impl HubBuilder {
                 .map_err(|error| BuildError::Agent { id, error })?;
         }
         hub.load_kept().await;
+        if let Some(ledger) = hub.shared.store.clone().ledger_store() {
+            crate::market::recover::at_start(ledger, hub.shared.store.clone(), hub.prices()).await;
+        }
         // The worker runs as long as the runtime does (the router, not the
         // hub, is what a server keeps).
         if let Some(n) = &hub.shared.notifier {

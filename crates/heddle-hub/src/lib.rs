@@ -46,6 +46,7 @@ mod discovery;
 mod live;
 pub mod llm;
 pub mod manifest;
+pub mod market;
 pub mod mcp;
 mod outbound;
 pub mod registry;
@@ -297,6 +298,16 @@ impl Hub {
             .all()
             .iter()
             .map(|a| a.entry.clone())
+            .collect()
+    }
+
+    /// The price of every priced agent, by id.
+    pub fn prices(&self) -> std::collections::HashMap<String, market::price::Price> {
+        self.shared
+            .live
+            .all()
+            .iter()
+            .filter_map(|a| Some((a.entry.id.clone(), a.entry.price().ok()??)))
             .collect()
     }
 

@@ -41,6 +41,8 @@ pub struct LiveAgent {
     pub(crate) root_card: Router,
     /// An mcp agent's server, kept by the hub's pool once the agent is served.
     pub(crate) mcp: Option<Arc<crate::mcp::server::McpServer>>,
+    /// A priced agent's gate: its price, estimates and recent durations.
+    pub(crate) market: Option<Arc<crate::market::gate::MarketGate>>,
 }
 
 /// The table of live agents, by id.

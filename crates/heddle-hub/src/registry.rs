@@ -105,6 +105,10 @@ pub struct AgentEntry {
     /// An a2ahub manifest this agent was registered from, as sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manifest: Option<serde_json::Value>,
+    /// What a task costs its caller (default: the manifest's `pricing`;
+    /// neither: free). See [`crate::market`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pricing: Option<crate::market::price::PriceSpec>,
     /// Facts every answer of the agent carries in its metadata (model,
     /// task type, supported file types), declared as an extension in its
     /// card ([`crate::answer_metadata`]).
@@ -191,6 +195,7 @@ impl AgentEntry {
             owner: None,
             limits: EntryLimits::default(),
             manifest: None,
+            pricing: None,
             answer_metadata: None,
             upstream_card: None,
             mcp_tools: None,
@@ -210,6 +215,36 @@ impl AgentEntry {
         let mut e = Self::new(id, AgentKind::Mcp, None, None);
         e.mcp = Some(settings);
         e
+    }
+
+    /// The agent's checked price: [`pricing`](Self::pricing), else its
+    /// manifest's; `None` when it is free.
+    pub fn price(&self) -> Result<Option<crate::market::price::Price>, crate::RegistryError> {
+        if let Some(p) = &self.pricing {
+            return p
+                .check()
+                .map(Some)
+                .map_err(|e| crate::RegistryError::Invalid(bad("pricing", e.to_string())));
+        }
+        let Some(p) = self.manifest.as_ref().and_then(|m| m.get("pricing")) else {
+            return Ok(None);
+        };
+        let spec = serde_json::from_value::<crate::manifest::Pricing>(p.clone())
+            .ok()
+            .and_then(|typed| {
+                Some(crate::market::price::PriceSpec {
+                    model: typed.model,
+                    rate: p.get("rate")?.clone(),
+                    currency: typed.currency,
+                })
+            });
+        let fault = |problem: String| {
+            crate::RegistryError::Manifest(vec![("/manifest/pricing".to_owned(), problem)])
+        };
+        match spec {
+            Some(spec) => spec.check().map(Some).map_err(|e| fault(e.to_string())),
+            None => Err(fault("is not {model, rate, currency}".to_owned())),
+        }
     }
 
     /// The builtin executor's name: [`builtin`](Self::builtin) or the id.
@@ -296,6 +331,9 @@ impl AgentEntry {
                     auth.validate().map_err(|e| bad("auth", e.to_string()))?;
                 }
             }
+        }
+        if let Some(p) = &self.pricing {
+            p.check().map_err(|e| bad("pricing", e.to_string()))?;
         }
         for (field, text, max) in [
             ("name", self.name.as_deref(), 200),

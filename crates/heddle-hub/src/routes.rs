@@ -31,11 +31,13 @@ impl Hub {
     pub fn service(&self) -> HubService {
         let mut fixed = Router::new()
             .route("/api/v1/agents", get(crate::discovery::list))
+            .route("/", axum::routing::post(crate::market::a2ahub::endpoint))
             .route(
                 "/.well-known/ai-catalog.json",
                 get(crate::discovery::ai_catalog),
             )
-            .merge(crate::admin::routes());
+            .merge(crate::admin::routes())
+            .merge(crate::market::wallets::routes());
         let keys = self.jwks();
         if !keys.is_empty() {
             // One public JWKS for every key this server signs with.

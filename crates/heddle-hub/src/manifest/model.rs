@@ -103,7 +103,7 @@ pub struct Pricing {
 }
 
 /// What a manifest's rate is charged per.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PricingModel {
     /// Per task.

@@ -1,0 +1,390 @@
+//! The gate in front of a priced agent: a send is refused before any work
+//! when its estimate is over the caller's budget or balance; an admitted
+//! task's money is reserved, and settled when the task ends.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use async_trait::async_trait;
+use heddle_core::{A2aError, ErrorCode, v1};
+use heddle_server::{Pass, SendAtGate, SendGate};
+use heddle_store::{LedgerStore, NewReservation, Reserved};
+use serde_json::json;
+
+use super::{
+    budget::Budget,
+    money::Money,
+    now_ms,
+    price::{Price, PricingModel, Recent, SUBSCRIPTION_DAYS, Usage, reported_tokens},
+};
+
+/// The wallet of a caller: its id, or `anonymous` on an open hub.
+pub fn wallet_of(caller_id: &str) -> &str {
+    if caller_id.is_empty() {
+        "anonymous"
+    } else {
+        caller_id
+    }
+}
+
+/// The ledger's reservation id for a task of an agent.
+pub fn reservation_id(agent: &str, task_id: &str) -> String {
+    format!("{agent}:{task_id}")
+}
+
+/// What a reservation is for, as the ledger keeps it (JSON), so that a
+/// restarted hub finds the task again: `owner` is the task's scope owner
+/// (the caller's id, `""` when anonymous), not the wallet.
+pub fn task_ref(agent: &str, owner: &str, task_id: &str) -> String {
+    json!({ "agent": agent, "owner": owner, "task": task_id }).to_string()
+}
+
+/// The refusal the a2ahub form and every A2A binding share: the seed's
+/// wording, the amounts in `ErrorInfo.metadata`.
+pub fn budget_exceeded(required: &Money, available: &Money, of: &str) -> A2aError {
+    A2aError::new(
+        ErrorCode::BudgetExceeded,
+        format!(
+            "Budget exceeded. Task requires {}, {of} is {}.",
+            required.display(),
+            available.display()
+        ),
+    )
+    .with_meta("required", required.decimal().to_string())
+    .with_meta("available", available.decimal().to_string())
+    .with_meta("currency", required.currency.clone())
+}
+
+/// One priced agent's gate (see the module docs).
+pub struct MarketGate {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    agent: String,
+    price: Price,
+    ledger: Arc<dyn LedgerStore>,
+    recent: Recent,
+    /// Working time of tasks waiting for their caller, by reservation.
+    worked: Mutex<HashMap<String, Duration>>,
+}
+
+impl std::fmt::Debug for MarketGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MarketGate")
+            .field("agent", &self.shared.agent)
+            .field("price", &self.shared.price)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MarketGate {
+    /// The gate of `agent`, priced `price`, keeping its money in `ledger`.
+    pub fn new(agent: &str, price: Price, ledger: Arc<dyn LedgerStore>) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                agent: agent.to_owned(),
+                price,
+                ledger,
+                recent: Recent::default(),
+                worked: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// What a task of this agent is expected to cost now.
+    pub fn estimate(&self) -> Money {
+        self.shared.price.estimate(&self.shared.recent)
+    }
+
+    /// When a task sent now is expected to end: the median working time of
+    /// the agent's recent completed tasks (zero before any).
+    pub fn eta(&self) -> Duration {
+        self.shared.recent.median_worked().unwrap_or_default()
+    }
+
+    /// The gate's price.
+    pub fn price(&self) -> &Price {
+        &self.shared.price
+    }
+
+    /// The card's declaration of the price (AP2's `{amount, currency}`
+    /// shape for the rate and the estimate made when the card was built).
+    pub fn extension(&self) -> v1::AgentExtension {
+        let p = &self.shared.price;
+        let mut params = json!({
+            "pricing": { "model": p.model, "rate": p.rate_json() },
+            "estimate": self.estimate().to_json(),
+            "budgetKey": super::MARKET_EXT,
+        });
+        if p.model == PricingModel::Subscription {
+            params["pricing"]["periodDays"] = json!(SUBSCRIPTION_DAYS);
+        }
+        v1::AgentExtension {
+            uri: super::MARKET_EXT.to_owned(),
+            description: "Tasks are priced: the rate and an estimate; a budget goes in request or message metadata under this URI".to_owned(),
+            required: false,
+            params: heddle_core::wkt::Struct::try_from(params).ok(),
+        }
+    }
+}
+
+fn money(minor: i64, currency: &str) -> Money {
+    Money {
+        minor,
+        currency: currency.to_owned(),
+    }
+}
+
+fn store_err(e: heddle_store::StoreError) -> A2aError {
+    A2aError::internal(format!("ledger: {e}"))
+}
+
+impl Shared {
+    async fn balance(&self, owner: &str) -> Result<i64, A2aError> {
+        self.ledger
+            .balance(
+                &heddle_store::Account::Wallet(owner.to_owned()),
+                &self.price.currency,
+            )
+            .await
+            .map_err(store_err)
+    }
+
+    /// A subscription agent admits subscribers and no one else.
+    async fn subscriber(&self, owner: &str) -> Result<(), A2aError> {
+        let until = self
+            .ledger
+            .subscription(owner, &self.agent)
+            .await
+            .map_err(store_err)?;
+        if until.is_some_and(|t| t > now_ms()) {
+            return Ok(());
+        }
+        let price = Money::exact(self.price.rate, &self.price.currency)
+            .map_err(|e| A2aError::internal(e.to_string()))?;
+        let balance = money(self.balance(owner).await?, &self.price.currency);
+        Err(A2aError::new(
+            ErrorCode::BudgetExceeded,
+            format!(
+                "This agent is by subscription: {} for {SUBSCRIPTION_DAYS} days \
+                 (heddle wallet subscribe), wallet balance is {}.",
+                price.display(),
+                balance.display()
+            ),
+        )
+        .with_meta("required", price.decimal().to_string())
+        .with_meta("available", balance.decimal().to_string())
+        .with_meta("currency", price.currency))
+    }
+
+    /// Reserves for a new task: the estimate for a per_task price; for a
+    /// metered one the budget, or without one the whole balance (the most
+    /// the task may spend). Refused, with nothing reserved, when the
+    /// estimate is over the budget or the balance.
+    async fn reserve(
+        &self,
+        owner: &str,
+        scope_owner: &str,
+        task_id: &str,
+        budget: Option<&Money>,
+    ) -> Result<(), A2aError> {
+        let currency = &self.price.currency;
+        let estimate = self.price.estimate(&self.recent);
+        if let Some(b) = budget
+            && estimate.minor > b.minor
+        {
+            return Err(budget_exceeded(&estimate, b, "budget"));
+        }
+        let id = reservation_id(&self.agent, task_id);
+        let mut balance = None;
+        // A metered hold follows the balance, which other tasks change
+        // meanwhile: asked again a few times before giving up.
+        for _ in 0..3 {
+            let amount = if self.price.metered() {
+                let available = match balance {
+                    Some(b) => b,
+                    None => self.balance(owner).await?,
+                };
+                let most = budget.map_or(available, |b| b.minor.min(available));
+                most.max(estimate.minor)
+            } else {
+                estimate.minor
+            };
+            let r = NewReservation {
+                id: id.clone(),
+                owner: owner.to_owned(),
+                agent: self.agent.clone(),
+                task: task_ref(&self.agent, scope_owner, task_id),
+                currency: currency.clone(),
+                amount,
+            };
+            match self.ledger.reserve(&r).await.map_err(store_err)? {
+                Reserved::Held => return Ok(()),
+                Reserved::Insufficient { available } if available < estimate.minor => {
+                    return Err(budget_exceeded(
+                        &estimate,
+                        &money(available, currency),
+                        "wallet balance",
+                    ));
+                }
+                Reserved::Insufficient { available } => balance = Some(available),
+            }
+        }
+        Err(A2aError::exhausted(
+            "the wallet is changing too fast to hold this task's budget; retry",
+            Duration::from_secs(1),
+        ))
+    }
+
+    /// Settles the task's reservation with what its run cost.
+    fn settle(self: &Arc<Self>, id: String, usage: Usage) {
+        let charge = self.price.charge(usage);
+        if usage.state == v1::TaskState::Completed {
+            self.recent.record(usage.tokens, usage.worked);
+        }
+        let shared = self.clone();
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            // No runtime (the process is ending): the next start settles it.
+            return;
+        };
+        rt.spawn(async move {
+            if let Err(e) = shared.ledger.settle(&id, charge.minor).await {
+                tracing::error!(reservation = %id, error = %e, "could not settle a task; the next start will");
+            }
+        });
+    }
+}
+
+#[async_trait]
+impl SendGate for MarketGate {
+    async fn admit(&self, send: SendAtGate<'_>) -> Result<Option<Box<dyn Pass>>, A2aError> {
+        let s = &self.shared;
+        let owner = wallet_of(&send.caller.id);
+        let budget = Budget::of(send.metadata, send.message.metadata.as_ref())?;
+        let budget = match budget {
+            Some(b) => Some(b.money(&s.price.currency)?),
+            None => None,
+        };
+        if s.price.model == PricingModel::Subscription {
+            s.subscriber(owner).await?;
+            return Ok(None);
+        }
+        let id = reservation_id(&s.agent, send.task_id);
+        if send.new_task {
+            s.reserve(owner, &send.caller.id, send.task_id, budget.as_ref())
+                .await?;
+        } else {
+            let Some(held) = s.ledger.reservation(&id).await.map_err(store_err)? else {
+                // A task from before the agent had its price: free.
+                return Ok(None);
+            };
+            // A larger budget on a reply raises a metered task's hold.
+            if let Some(b) = &budget
+                && s.price.metered()
+                && b.minor > held.amount
+                && let Some(Reserved::Insufficient { available }) = s
+                    .ledger
+                    .extend(&id, b.minor - held.amount)
+                    .await
+                    .map_err(store_err)?
+            {
+                return Err(budget_exceeded(
+                    &money(b.minor - held.amount, &s.price.currency),
+                    &money(available, &s.price.currency),
+                    "wallet balance",
+                ));
+            }
+        }
+        Ok(Some(Box::new(MeterPass {
+            shared: s.clone(),
+            reservation: id,
+            new_task: send.new_task,
+            started: None,
+            told: false,
+        })))
+    }
+}
+
+/// One admitted run of a priced task.
+struct MeterPass {
+    shared: Arc<Shared>,
+    reservation: String,
+    new_task: bool,
+    started: Option<tokio::time::Instant>,
+    told: bool,
+}
+
+impl MeterPass {
+    /// The task's working time so far: earlier turns' and this run's.
+    fn worked(&self) -> Duration {
+        let before = self
+            .shared
+            .worked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.reservation)
+            .unwrap_or_default();
+        before.saturating_add(self.started.map_or(Duration::ZERO, |t| t.elapsed()))
+    }
+}
+
+impl Pass for MeterPass {
+    fn started(&mut self) {
+        self.started = Some(tokio::time::Instant::now());
+    }
+
+    fn ended(mut self: Box<Self>, task: Option<&v1::Task>) {
+        self.told = true;
+        let worked = self.worked();
+        // An answer with no task kept is a delivered result.
+        let (state, tokens) = task.map_or((v1::TaskState::Completed, 0), |t| {
+            let state = t
+                .status
+                .as_ref()
+                .map_or(v1::TaskState::Failed, |s| s.state());
+            (state, reported_tokens(t))
+        });
+        if state.is_interrupted() {
+            self.shared
+                .worked
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(self.reservation.clone(), worked);
+            return;
+        }
+        let usage = Usage {
+            state,
+            tokens,
+            worked,
+        };
+        self.shared.settle(self.reservation.clone(), usage);
+    }
+}
+
+impl Drop for MeterPass {
+    fn drop(&mut self) {
+        if self.told {
+            return;
+        }
+        let state = if self.started.is_some() {
+            // Aborted after a cancel's grace: it pays for the time it used.
+            v1::TaskState::Canceled
+        } else if self.new_task {
+            // The send failed after the gate: nothing was done.
+            v1::TaskState::Rejected
+        } else {
+            // A reply that never reached the agent: the task still waits.
+            return;
+        };
+        let usage = Usage {
+            state,
+            tokens: 0,
+            worked: self.worked(),
+        };
+        self.shared.settle(self.reservation.clone(), usage);
+    }
+}
