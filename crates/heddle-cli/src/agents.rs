@@ -129,14 +129,14 @@ pub enum AgentsCommand {
 }
 
 /// An admin API client.
-struct Admin {
+pub(crate) struct Admin {
     http: reqwest::Client,
     base: String,
     token: String,
 }
 
 impl Admin {
-    fn new(args: &HubArgs) -> anyhow::Result<Self> {
+    pub(crate) fn new(args: &HubArgs) -> anyhow::Result<Self> {
         let token = match &args.admin_token {
             Some(t) => t.clone(),
             None => {
@@ -159,13 +159,24 @@ impl Admin {
             http: reqwest::Client::builder()
                 .timeout(std::time::Duration::from_secs(60))
                 .build()?,
-            base: format!("{}/api/v1/admin/agents", args.hub.trim_end_matches('/')),
+            base: format!("{}/api/v1/admin", args.hub.trim_end_matches('/')),
             token,
         })
     }
 
-    /// Sends a request; the JSON answer, or the hub's problem as an error.
+    /// Sends a request under `/api/v1/admin/agents`.
     async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> anyhow::Result<Value> {
+        self.call_at(method, &format!("/agents{path}"), body).await
+    }
+
+    /// Sends a request under `/api/v1/admin`; the JSON answer, or the
+    /// hub's problem as an error.
+    pub(crate) async fn call_at(
         &self,
         method: reqwest::Method,
         path: &str,

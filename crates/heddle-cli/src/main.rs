@@ -15,6 +15,7 @@ mod serve_auth;
 mod serve_limits;
 mod serve_tls;
 mod trust;
+mod wallet;
 mod webhook;
 
 use std::process::ExitCode;
@@ -43,6 +44,10 @@ enum Command {
     /// Register, list, change and remove a running hub's agents (its admin API).
     #[command(subcommand)]
     Agents(agents::AgentsCommand),
+    /// Callers' wallets and agents' earnings on a running hub (its admin
+    /// API): top up, balance, history, subscribe, earnings.
+    #[command(subcommand)]
+    Wallet(wallet::WalletCommand),
     /// Work with Agent Cards.
     #[command(subcommand)]
     Card(card::CardCommand),
@@ -96,6 +101,7 @@ fn main() -> ExitCode {
             Command::Chat(args) => remote::chat(args).await,
             Command::Keys(cmd) => keys::run(cmd).await,
             Command::Agents(cmd) => agents::run(cmd).await,
+            Command::Wallet(cmd) => wallet::run(cmd).await,
             Command::Webhook(cmd) => webhook::run(cmd).await,
             Command::Registry(cmd) => registry::run(cmd),
             Command::New(cmd) => new::run(cmd).await,
