@@ -8,8 +8,8 @@ use axum::Router;
 use heddle_server::{AgentExecutor, AgentRoutes, RequestHandler, card_router};
 
 use crate::{
-    AgentProfile, LiveAgent, Origin, RegistryError, Shared, auth, card_for_endpoints, llm,
-    manifest, mcp,
+    AgentProfile, LiveAgent, Origin, RegistryError, Shared, agent_limits, auth, card_for_endpoints,
+    llm, manifest, mcp,
     registry::{AgentEntry, AgentKind},
     remote, routes,
 };
@@ -188,7 +188,8 @@ impl Shared {
         }
         // Every check that applies runs, in this order: the builder's, the
         // tools' schemas (as they are when each message arrives), the
-        // manifest's input schema.
+        // marketplace priority (where a queue uses it), the manifest's
+        // input schema.
         let mut checks: Vec<heddle_server::MessageCheck> = self
             .message_checks
             .get(&entry.id)
@@ -197,6 +198,11 @@ impl Shared {
             .collect();
         if let Some(server) = &mcp_server {
             checks.push(mcp::tools::ToolSet::message_check(server.tools_cell()));
+        }
+        let rate_limit = manifest.as_ref().and_then(|m| m.rate_limit);
+        if rate_limit.is_some_and(|l| l.max_concurrent.is_some()) {
+            // Where the priority orders a queue, a bad one is refused.
+            checks.push(agent_limits::priority_check());
         }
         if let Some(m) = manifest {
             // The manifest speaks for the agent: its card and input rules.
@@ -270,6 +276,17 @@ impl Shared {
         }
         if let Some(check) = check {
             handler = handler.message_check(check);
+        }
+        if let Some(limit) = &rate_limit {
+            // The handler this one replaces, whose counts it may keep.
+            let previous = self.live.get(&id);
+            let previous = previous.as_ref().map(|a| &a.handler);
+            if let Some(rate) = agent_limits::rate(limit, previous) {
+                handler = handler.agent_rate(rate);
+            }
+            if let Some(concurrency) = agent_limits::concurrency(limit, previous) {
+                handler = handler.concurrency(concurrency);
+            }
         }
         let handler = handler.build();
         let routes = self.agent_routes(&handler);

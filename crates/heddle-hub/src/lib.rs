@@ -36,6 +36,7 @@
 //! [`heddle_server::AgentRoutes`]. The demo agents live in [`agents`].
 
 pub mod admin;
+mod agent_limits;
 pub mod agents;
 pub mod answer_metadata;
 mod auth;
@@ -46,6 +47,7 @@ mod discovery;
 mod live;
 pub mod llm;
 pub mod manifest;
+pub mod market;
 pub mod mcp;
 mod outbound;
 pub mod registry;
