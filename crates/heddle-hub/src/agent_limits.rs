@@ -97,3 +97,68 @@ fn waiting_priority(ctx: &RequestContext) -> Priority {
         Ok(Asked::Normal) | Err(_) => Priority::Normal,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use heddle_core::v1;
+    use heddle_store::MemoryStore;
+
+    use super::*;
+
+    fn handler(limit: &RateLimit, previous: Option<&RequestHandler>) -> RequestHandler {
+        let mut b = RequestHandler::builder(
+            "a",
+            v1::AgentCard::default(),
+            Arc::new(crate::agents::Echo),
+            Arc::new(MemoryStore::default()),
+        );
+        if let Some(r) = rate(limit, previous) {
+            b = b.agent_rate(r);
+        }
+        if let Some(c) = concurrency(limit, previous) {
+            b = b.concurrency(c);
+        }
+        b.build()
+    }
+
+    fn limit(max_rps: u64, max_concurrent: u64) -> RateLimit {
+        RateLimit {
+            max_rps: Some(max_rps),
+            max_concurrent: Some(max_concurrent),
+        }
+    }
+
+    /// Spends the whole burst of `h`'s rate; whether one more passes.
+    fn drained(h: &RequestHandler) -> bool {
+        let rate = h.agent_rate().expect("a rate");
+        while rate.check().is_ok() {}
+        rate.check().is_err()
+    }
+
+    #[test]
+    fn a_rebuild_with_the_same_numbers_keeps_the_count_and_a_change_starts_afresh() {
+        let first = handler(&limit(3, 2), None);
+        assert!(drained(&first));
+        let same = handler(&limit(3, 2), Some(&first));
+        assert!(
+            same.agent_rate().expect("rate").check().is_err(),
+            "the burst is not refilled by a rebuild"
+        );
+        let kept = same.concurrency().expect("places");
+        assert_eq!((kept.max_running(), kept.max_queued()), (2, 32));
+        let changed = handler(&limit(4, 3), Some(&first));
+        assert!(changed.agent_rate().expect("rate").check().is_ok());
+        assert_eq!(changed.concurrency().expect("places").max_running(), 3);
+    }
+
+    #[test]
+    fn numbers_a_manifest_cannot_hold_are_clamped() {
+        let h = handler(&limit(u64::MAX, 0), None);
+        assert_eq!(h.agent_rate().expect("rate").per_second().get(), u32::MAX);
+        let c = h.concurrency().expect("places");
+        assert_eq!((c.max_running(), c.max_queued()), (1, 16));
+        let big = handler(&limit(0, u64::MAX), None);
+        assert_eq!(big.agent_rate().expect("rate").per_second().get(), 1);
+        assert_eq!(big.concurrency().expect("places").max_queued(), MAX_QUEUED);
+    }
+}

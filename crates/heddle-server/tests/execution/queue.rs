@@ -79,9 +79,16 @@ fn setup(max_running: usize, max_queued: usize) -> Setup {
         started: tx,
         release: release.clone(),
     };
+    let card = v1::AgentCard {
+        capabilities: Some(v1::AgentCapabilities {
+            streaming: Some(true),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
     let handler = RequestHandler::builder(
         "queued",
-        v1::AgentCard::default(),
+        card,
         Arc::new(agent),
         Arc::new(MemoryStore::default()),
     )
@@ -198,6 +205,47 @@ async fn waiting_executions_start_high_then_normal_then_low_in_arrival_order() {
     for id in &queued {
         assert_eq!(state(&get(&s.handler, id).await), v1::TaskState::Completed);
     }
+}
+
+#[tokio::test]
+async fn a_queued_stream_opens_with_its_submitted_task_and_follows_it_once_it_runs() {
+    use futures::StreamExt as _;
+    use v1::stream_response::Payload;
+
+    let mut s = setup(1, 10);
+    submit(&s.handler, "hold").await;
+    next_start(&mut s.started).await;
+    let Call::SendMessage(req) = send("streamed", false) else {
+        unreachable!("a send")
+    };
+    let reply = s
+        .handler
+        .handle(CallContext::anonymous(), Call::SendStreamingMessage(req))
+        .await
+        .expect("a stream");
+    let Reply::Stream(mut events) = reply else {
+        panic!("not a stream")
+    };
+    let first = tokio::time::timeout(Duration::from_secs(5), events.next())
+        .await
+        .expect("the first event while queued")
+        .expect("an event");
+    let Some(Payload::Task(task)) = &first.payload else {
+        panic!("the task first, not {first:?}")
+    };
+    assert_eq!(state(task), v1::TaskState::Submitted);
+    assert!(s.started.try_recv().is_err(), "not started while queued");
+    s.release.add_permits(2);
+    assert_eq!(next_start(&mut s.started).await, "streamed");
+    let rest: Vec<_> = tokio::time::timeout(Duration::from_secs(5), events.collect::<Vec<_>>())
+        .await
+        .expect("the stream ends");
+    let last = rest.last().and_then(|e| match &e.payload {
+        Some(Payload::StatusUpdate(u)) => u.status.as_ref().map(v1::TaskStatus::state),
+        _ => None,
+    });
+    assert_eq!(last, Some(v1::TaskState::Completed), "{rest:?}");
+    idle(&s.concurrency).await;
 }
 
 #[tokio::test]
