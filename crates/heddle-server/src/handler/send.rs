@@ -265,7 +265,8 @@ impl RequestHandler {
             None => None,
             Some(Admission::Run(slot)) => Some(slot),
             Some(Admission::Wait(place)) => {
-                return self.queue_execution(live, ctx, running, place).await;
+                // Boxed: its state stays out of every send's future.
+                return Box::pin(self.queue_execution(live, ctx, running, place)).await;
             }
         };
         let mut run = Box::pin(self.execution(live.clone(), ctx, running, slot));
