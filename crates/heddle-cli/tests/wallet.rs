@@ -88,7 +88,11 @@ async fn a_kill_9_between_reserve_and_settle_leaves_the_ledger_consistent() {
     let mut server = common::serve(&store, &args);
     let url = server.url.clone();
     assert_eq!(
-        wallet(&url, token, &["topup", "anonymous", "1", "--memo", "card 4242"]),
+        wallet(
+            &url,
+            token,
+            &["topup", "anonymous", "1", "--memo", "card 4242"]
+        ),
         "anonymous: balance 1 USD\n"
     );
     // The writer asks a question: its task holds 0.10 while it waits.
@@ -120,7 +124,13 @@ async fn a_kill_9_between_reserve_and_settle_leaves_the_ledger_consistent() {
         "anonymous: 0.9 USD (held: 0.1 USD)\n"
     );
     let id = waiting["id"].as_str().expect("id");
-    let done = send(&url, "clerk", message("w2", "the board, one page", Some(id)), false).await;
+    let done = send(
+        &url,
+        "clerk",
+        message("w2", "the board, one page", Some(id)),
+        false,
+    )
+    .await;
     assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
     let mut balance = String::new();
     for _ in 0..100 {

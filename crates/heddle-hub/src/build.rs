@@ -8,8 +8,8 @@ use axum::Router;
 use heddle_server::{AgentExecutor, AgentRoutes, RequestHandler, card_router};
 
 use crate::{
-    AgentProfile, LiveAgent, Origin, RegistryError, Shared, auth, card_for_endpoints, llm,
-    manifest, market, mcp,
+    AgentProfile, LiveAgent, Origin, RegistryError, Shared, agent_limits, auth, card_for_endpoints,
+    llm, manifest, market, mcp,
     registry::{AgentEntry, AgentKind},
     remote, routes,
 };
@@ -189,7 +189,8 @@ impl Shared {
         }
         // Every check that applies runs, in this order: the builder's, the
         // tools' schemas (as they are when each message arrives), the
-        // manifest's input schema.
+        // marketplace priority (where a queue uses it), the manifest's
+        // input schema.
         let mut checks: Vec<heddle_server::MessageCheck> = self
             .message_checks
             .get(&entry.id)
@@ -198,6 +199,11 @@ impl Shared {
             .collect();
         if let Some(server) = &mcp_server {
             checks.push(mcp::tools::ToolSet::message_check(server.tools_cell()));
+        }
+        let rate_limit = manifest.as_ref().and_then(|m| m.rate_limit);
+        if rate_limit.is_some_and(|l| l.max_concurrent.is_some()) {
+            // Where the priority orders a queue, a bad one is refused.
+            checks.push(agent_limits::priority_check());
         }
         if let Some(m) = manifest {
             // The manifest speaks for the agent: its card and input rules.
@@ -275,6 +281,17 @@ impl Shared {
         }
         if let Some(gate) = &gate {
             handler = handler.gate(gate.clone());
+        }
+        if let Some(limit) = &rate_limit {
+            // The handler this one replaces, whose counts it may keep.
+            let previous = self.live.get(&id);
+            let previous = previous.as_ref().map(|a| &a.handler);
+            if let Some(rate) = agent_limits::rate(limit, previous) {
+                handler = handler.agent_rate(rate);
+            }
+            if let Some(concurrency) = agent_limits::concurrency(limit, previous) {
+                handler = handler.concurrency(concurrency);
+            }
         }
         let handler = handler.build();
         let routes = self.agent_routes(&handler);

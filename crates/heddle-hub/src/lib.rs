@@ -36,6 +36,7 @@
 //! [`heddle_server::AgentRoutes`]. The demo agents live in [`agents`].
 
 pub mod admin;
+mod agent_limits;
 pub mod agents;
 pub mod answer_metadata;
 mod auth;

@@ -1,6 +1,7 @@
 //! a2ahub manifests: every rule of the schema (a manifest that sets every
 //! field passes; one variant per rule fails at its pointer), all violations
-//! in one answer, the problem body, and the card a manifest becomes.
+//! in one answer, the problem body, the card a manifest becomes, and the
+//! rate limits it sets.
 
 use std::path::Path;
 
@@ -14,6 +15,12 @@ use serde_json::{Value, json};
 /// Input checks, on their own and on every binding.
 #[path = "manifest/input.rs"]
 mod input;
+
+/// `rate_limit`: the agent's request rate and concurrency, on real listeners.
+#[path = "manifest/rate_limit.rs"]
+mod rate_limit;
+
+mod live;
 
 fn fixture(name: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -115,7 +115,7 @@ fn ensure_open(st: &LiveState) -> Result<(), EventError> {
 
 impl LiveTask {
     /// Announces the task to subscribers (and persists it for streams) on its first event.
-    async fn create_if_needed(&self, st: &mut LiveState) -> Result<(), EventError> {
+    pub(crate) async fn create_if_needed(&self, st: &mut LiveState) -> Result<(), EventError> {
         if st.created {
             return Ok(());
         }

@@ -10,15 +10,17 @@ use heddle_store::{Scope, StoreError, TaskStore};
 mod cancel;
 mod gate;
 mod push_configs;
+mod queue;
 mod read;
 mod send;
 mod stream;
 mod stream_slots;
 
 pub use gate::{Pass, SendAtGate, SendGate};
+pub use queue::{Concurrency, Priority, PriorityFn};
 pub use stream_slots::StreamSlots;
 
-use crate::limit::CallerLimits;
+use crate::limit::{AgentRate, CallerLimits};
 
 use crate::{
     agent::{AgentExecutor, Caller},
@@ -157,6 +159,8 @@ struct Inner {
     push: Option<PushNotifier>,
     versions: VersionSet,
     message_check: Option<MessageCheck>,
+    rate: Option<AgentRate>,
+    concurrency: Option<Concurrency>,
     gate: Option<gate::SharedGate>,
 }
 
@@ -174,6 +178,8 @@ pub struct HandlerBuilder {
     caller_limits: Option<CallerLimits>,
     versions: VersionSet,
     message_check: Option<MessageCheck>,
+    rate: Option<AgentRate>,
+    concurrency: Option<Concurrency>,
     gate: Option<gate::SharedGate>,
 }
 
@@ -231,6 +237,28 @@ impl HandlerBuilder {
         self
     }
 
+    /// Holds this agent to `rate` requests a second from all its callers
+    /// together, on every binding (the extended card excepted): a call past
+    /// it is ResourceExhausted (HTTP 429 with `Retry-After`, gRPC
+    /// `RESOURCE_EXHAUSTED`) before anything else is checked. The
+    /// per-caller limits apply as well. Default: no rate.
+    pub fn agent_rate(mut self, rate: AgentRate) -> Self {
+        self.rate = Some(rate);
+        self
+    }
+
+    /// Runs at most `concurrency.max_running()` executions of this agent at
+    /// once (a new task, or a reply to one waiting for input); the next
+    /// ones wait, their tasks SUBMITTED and visible, and start by
+    /// [`Priority`]; a send that finds the queue full is refused with
+    /// ResourceExhausted before any task is made. A queued task canceled
+    /// ends CANCELED without the executor running. Default: no limit (and
+    /// no cost on the send path).
+    pub fn concurrency(mut self, concurrency: Concurrency) -> Self {
+        self.concurrency = Some(concurrency);
+        self
+    }
+
     /// Asks `gate` before each send makes or continues a task, and tells
     /// the pass it gives how the run went (see [`SendGate`]): the
     /// hook a server that charges or books tasks needs.
@@ -260,6 +288,8 @@ impl HandlerBuilder {
                 push: self.push,
                 versions: self.versions,
                 message_check: self.message_check,
+                rate: self.rate,
+                concurrency: self.concurrency,
                 gate: self.gate,
             }),
         }
@@ -341,6 +371,8 @@ impl RequestHandler {
             caller_limits: None,
             versions: VersionSet::ALL,
             message_check: None,
+            rate: None,
+            concurrency: None,
             gate: None,
         }
     }
@@ -368,6 +400,18 @@ impl RequestHandler {
     /// The per-caller limits this handler's callers are held to.
     pub fn caller_limits(&self) -> &CallerLimits {
         &self.inner.caller_limits
+    }
+
+    /// The agent's own request rate, if it has one
+    /// ([`HandlerBuilder::agent_rate`]).
+    pub fn agent_rate(&self) -> Option<&AgentRate> {
+        self.inner.rate.as_ref()
+    }
+
+    /// How many of its executions run at once, if limited
+    /// ([`HandlerBuilder::concurrency`]).
+    pub fn concurrency(&self) -> Option<&Concurrency> {
+        self.inner.concurrency.as_ref()
     }
 
     /// Number of tasks held live (running or subscribed).
@@ -439,9 +483,17 @@ impl RequestHandler {
         }
     }
 
-    /// What is refused before any method runs: a required extension the
-    /// caller lacks, an operation the card does not declare, invalid params.
+    /// What is refused before any method runs: a call past the agent's
+    /// rate (first, so refused calls cost the agent nothing more), a
+    /// required extension the caller lacks, an operation the card does not
+    /// declare, invalid params.
     fn admit(&self, cx: &CallContext, call: &Call) -> Result<(), A2aError> {
+        // The extended card is a card fetch, which the rate leaves alone.
+        if let Some(rate) = &self.inner.rate
+            && !matches!(call, Call::GetExtendedAgentCard(_))
+        {
+            rate.check()?;
+        }
         if !self.inner.versions.contains(cx.version) {
             return Err(self.inner.versions.refusal(cx.version));
         }

@@ -15,7 +15,20 @@
 //!   `heddle-api` (so an agent crate need not link this one) and re-exported
 //!   here; the server implements the [`agent::TaskSink`] behind
 //!   `TaskEvents` for each task it runs.
-//! * [`handler`]: the dispatcher and task manager.
+//! * [`handler`]: the dispatcher and task manager, put together with
+//!   [`HandlerBuilder`]. Its options: [`limits`](HandlerBuilder::limits)
+//!   (body, parts, streams, batch, cancel grace),
+//!   [`caller_limits`](HandlerBuilder::caller_limits) (per-caller request
+//!   rate and running tasks, shared across agents),
+//!   [`stream_slots`](HandlerBuilder::stream_slots),
+//!   [`agent_rate`](HandlerBuilder::agent_rate) (the agent's own request
+//!   rate, all callers together: [`limit::AgentRate`]),
+//!   [`concurrency`](HandlerBuilder::concurrency) (at most N executions at
+//!   once, the others queued by [`Priority`]: [`Concurrency`]),
+//!   [`message_check`](HandlerBuilder::message_check),
+//!   [`versions`](HandlerBuilder::versions),
+//!   [`extended_card`](HandlerBuilder::extended_card) and
+//!   [`push`](HandlerBuilder::push).
 //! * [`lifecycle`]: the task state machine.
 //! * `jsonrpc` (private) and [`server::AgentRoutes`]: the JSON-RPC + SSE
 //!   binding and the card routes as an axum router.
@@ -70,8 +83,8 @@ pub use agent::{AgentError, AgentExecutor, Caller, RequestContext};
 pub use binding::{Binding, refusal, refusal_parts};
 pub use events::{EventError, TaskEvents};
 pub use handler::{
-    CallContext, EventStream, HandlerBuilder, Limits, MessageCheck, Pass, Reply, RequestHandler,
-    SendAtGate, SendGate, StreamSlots,
+    CallContext, Concurrency, EventStream, HandlerBuilder, Limits, MessageCheck, Pass, Priority,
+    PriorityFn, Reply, RequestHandler, SendAtGate, SendGate, StreamSlots,
 };
 pub use push::{PushNotifier, PushOptions, PushPolicy};
 pub use server::{AgentRoutes, CARD_PATHS, card_router, lenient_paths, normalize_path};

@@ -10,6 +10,10 @@
 //! `RESOURCE_EXHAUSTED`. Running tasks are counted by the handler
 //! ([`crate::HandlerBuilder::caller_limits`]): a send that would start one
 //! past the caller's share is refused the same way.
+//!
+//! [`AgentRate`] is the other side: a request rate for one agent, whoever
+//! calls, so that all callers together cannot push it past what it takes
+//! ([`crate::HandlerBuilder::agent_rate`]).
 
 use std::{
     collections::HashMap,
@@ -29,7 +33,7 @@ use axum::{
     response::Response,
 };
 use governor::{
-    DefaultKeyedRateLimiter, InsufficientCapacity, Quota, RateLimiter,
+    DefaultDirectRateLimiter, DefaultKeyedRateLimiter, InsufficientCapacity, Quota, RateLimiter,
     clock::{Clock, DefaultClock},
 };
 use heddle_core::error::A2aError;
@@ -181,6 +185,70 @@ impl Drop for RunningSlot {
     }
 }
 
+/// A request rate for one agent, all its callers together: GCRA, at most
+/// `per_second` requests a second in bursts of up to `per_second`. It
+/// protects the agent; the per-caller limits ([`CallerLimits`]) keep
+/// protecting the server from one caller. Checked by the handler on every
+/// call but the extended card (so on every binding, gRPC included); a call
+/// past the rate is ResourceExhausted with the wait until the next one may
+/// pass.
+///
+/// Cheap to clone; clones share the rate, so a server that rebuilds an
+/// agent's handler without changing its rate can keep counting where it was.
+#[derive(Clone)]
+pub struct AgentRate {
+    inner: Arc<RateInner>,
+}
+
+struct RateInner {
+    limiter: DefaultDirectRateLimiter,
+    per_second: NonZeroU32,
+    clock: DefaultClock,
+}
+
+impl std::fmt::Debug for AgentRate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentRate")
+            .field("per_second", &self.inner.per_second)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentRate {
+    /// At most `per_second` requests a second, in bursts of as many: a
+    /// burst of a hundred at 10 a second lets 10 through at once, then one
+    /// every 100 ms.
+    pub fn new(per_second: NonZeroU32) -> Self {
+        Self {
+            inner: Arc::new(RateInner {
+                limiter: RateLimiter::direct(Quota::per_second(per_second)),
+                per_second,
+                clock: DefaultClock::default(),
+            }),
+        }
+    }
+
+    /// The requests a second allowed (and the burst).
+    pub fn per_second(&self) -> NonZeroU32 {
+        self.inner.per_second
+    }
+
+    /// Counts one request; ResourceExhausted, with the wait until one more
+    /// may pass (rounded up to a whole second), past the rate.
+    pub fn check(&self) -> Result<(), A2aError> {
+        self.inner.limiter.check().map_err(|not_until| {
+            let wait = not_until.wait_time_from(self.inner.clock.now());
+            A2aError::exhausted(
+                format!(
+                    "this agent takes at most {} requests a second from all its callers; slow down",
+                    self.inner.per_second
+                ),
+                wait.max(Duration::from_millis(1)),
+            )
+        })
+    }
+}
+
 /// Whom a caller limit counts: a caller with an id, or by its address a
 /// caller without one. Built without formatting, hashed as it is.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -262,6 +330,19 @@ mod tests {
         assert!(limits.take_running("key:b".into()).is_ok());
         drop(slot);
         assert!(limits.take_running(a()).is_ok());
+    }
+
+    #[test]
+    fn an_agent_rate_lets_a_burst_of_its_rate_through_then_refuses_with_a_wait() {
+        let rate = AgentRate::new(NonZeroU32::new(10).expect("ten"));
+        let passed = (0..100).filter(|_| rate.check().is_ok()).count();
+        // All in well under the 100 ms one more token takes.
+        assert!((10..=11).contains(&passed), "{passed} passed");
+        let e = rate.check().expect_err("past the burst");
+        assert_eq!(e.code, ErrorCode::ResourceExhausted);
+        assert_eq!(e.retry_after_secs(), Some(1), "100 ms, rounded up");
+        // Clones share the count.
+        assert!(rate.clone().check().is_err());
     }
 
     #[test]

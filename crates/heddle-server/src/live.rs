@@ -55,6 +55,9 @@ pub(crate) struct LiveState {
     pub dirty: bool,
     /// The running execution's abort handle, to stop an agent that ignores cancel.
     pub abort: Option<tokio::task::AbortHandle>,
+    /// The execution waits for a place ([`crate::Concurrency`]); the
+    /// executor has not seen it, so a cancel ends the task itself.
+    pub queued: bool,
 }
 
 /// A task with its lock, fan-out channel and cancellation signal.
@@ -117,6 +120,7 @@ impl LiveTask {
                 settled_gen: 0,
                 dirty: false,
                 abort: None,
+                queued: false,
             }),
             tx: std::sync::OnceLock::new(),
             cancel: CancellationToken::new(),

@@ -159,3 +159,7 @@ async fn an_agent_panicking_after_it_waited_fails_its_task() {
     assert_eq!(state(&task), v1::TaskState::Failed);
     assert_eq!(status_text(&task), "the agent failed unexpectedly");
 }
+
+/// A concurrency limit and its queue; an agent's own request rate.
+#[path = "execution/queue.rs"]
+mod queue;

@@ -253,6 +253,9 @@ fn to_a2a(p: &SendParams) -> Result<v1::SendMessageRequest, A2aError> {
         timeout_ms: None,
     });
     if let Some(pr) = options.priority {
+        if !["low", "normal", "high"].contains(&pr.as_str()) {
+            return Err(invalid("options.priority", "must be low, normal or high"));
+        }
         ext.insert("priority".into(), json!(pr));
     }
     if let Some(ms) = options.timeout_ms {

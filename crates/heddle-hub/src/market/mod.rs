@@ -1,4 +1,4 @@
-//! The marketplace: prices, budgets, wallets.
+//! The marketplace: prices, budgets, wallets, priorities.
 //!
 //! An agent with a price ([`price::PriceSpec`], from its registration or
 //! its a2ahub manifest's `pricing`) is served behind a [`gate::MarketGate`]:
@@ -7,12 +7,18 @@
 //! cost to the agent's earnings and gives the rest back. The money lives in
 //! the store's ledger ([`heddle_store::LedgerStore`]), beside the tasks, so
 //! a restarted hub settles what a stopped one left open ([`recover`]).
+//!
+//! What a caller asks of the hub beyond the A2A request itself (a budget,
+//! a priority, a deadline) travels in the request's or the message's
+//! metadata under one extension key, [`MARKET_EXT`]; the agents' prices
+//! and limits come from their registrations and manifests.
 
 pub mod a2ahub;
 pub mod budget;
 pub mod deadline;
 pub mod gate;
 pub mod money;
+pub mod options;
 pub mod price;
 pub mod recover;
 pub(crate) mod wallets;

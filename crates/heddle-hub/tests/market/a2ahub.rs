@@ -236,6 +236,10 @@ async fn the_form_refuses_what_it_does_not_take_with_json_rpc_errors() {
             json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/send", "params": {"agent_id": "clerk", "input": {"prompt": 7}}}),
             -32602,
         ),
+        (
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/send", "params": {"agent_id": "clerk", "input": {"prompt": "x"}, "options": {"priority": "urgent"}}}),
+            -32602,
+        ),
         // Not -32001, which is this form's budget error.
         (
             json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"task_id": "nope"}}),

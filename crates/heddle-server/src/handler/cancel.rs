@@ -34,7 +34,7 @@ impl RequestHandler {
         caller: &Caller,
     ) -> Result<v1::Task, A2aError> {
         let (running, snapshot) = {
-            let st = live.state.lock().await;
+            let mut st = live.state.lock().await;
             if !st.created {
                 return Err(A2aError::task_not_found(&live.id));
             }
@@ -47,6 +47,9 @@ impl RequestHandler {
                     format!("task {} is already {}", live.id, state.as_str_name()),
                 )
                 .with_meta("taskId", live.id.clone()));
+            }
+            if st.queued {
+                return Self::cancel_queued(live, &mut st).await;
             }
             (live.running.load(Ordering::Acquire), st.task.clone())
         };
@@ -107,5 +110,30 @@ impl RequestHandler {
                 ),
             ))
         }
+    }
+
+    /// Cancels a task whose execution waits for a place, under its lock
+    /// (`st`): the executor never saw it, so it is not asked to stop; the
+    /// task ends CANCELED here, and its wait is aborted, which gives its
+    /// place in the queue back. The waiter also sees the cancel signal
+    /// (should the abort come before the abort handle is set) and leaves.
+    async fn cancel_queued(
+        live: &Arc<LiveTask>,
+        st: &mut crate::live::LiveState,
+    ) -> Result<v1::Task, A2aError> {
+        live.cancel.cancel();
+        let events = TaskEvents::new(live.clone(), st.task.context_id.clone());
+        let msg = events.agent_message(vec![v1::Part::text(
+            "canceled at the caller's request before it ran",
+        )]);
+        live.apply_status(st, events.context_id(), v1::TaskState::Canceled, Some(msg))
+            .await
+            .map_err(|e| A2aError::internal(e.to_string()))?;
+        st.queued = false;
+        if let Some(abort) = st.abort.take() {
+            abort.abort();
+            live.running.store(false, Ordering::Release);
+        }
+        Ok(st.task.clone())
     }
 }

@@ -14,6 +14,7 @@ use heddle_store::Scope;
 use super::{
     CallContext, Reply, RequestHandler,
     gate::{Pass, SendAtGate},
+    queue::{Admission, Place, Slot},
     read::with_history,
     store_err,
 };
@@ -42,6 +43,12 @@ impl RequestHandler {
             None
         };
         let running = self.inner.caller_limits.take_running(cx.limit_key())?;
+        // The agent's place (to run, or to wait) is taken before any task
+        // is made or continued: a full queue leaves nothing behind.
+        let admission = match &self.inner.concurrency {
+            None => None,
+            Some(c) => Some(c.admit()?),
+        };
         let scope = self.scope(&cx.caller);
         if message.task_id.is_empty()
             && let Some(legacy) = &cx.legacy_task_id
@@ -118,7 +125,8 @@ impl RequestHandler {
             cancel: live.cancel.clone(),
             streaming: stream,
         });
-        self.spawn_execution(live.clone(), ctx, running, pass).await;
+        self.spawn_execution(live.clone(), ctx, running, admission, pass)
+            .await;
 
         if let Some(rx) = rx {
             // The first event is the task (created) or the agent's direct message.
@@ -273,25 +281,57 @@ impl RequestHandler {
     /// if the caller goes away). Most agents answer a simple call without
     /// waiting at all (the echo agent, a cached answer), and those cost no
     /// spawn and no cross-task wake-up. A panicking agent fails its task
-    /// instead of leaving it WORKING and its caller waiting.
+    /// instead of leaving it WORKING and its caller waiting. An execution
+    /// that must wait for a place ([`super::Concurrency`]) waits on a task
+    /// of its own.
     pub(super) async fn spawn_execution(
         &self,
         live: Arc<LiveTask>,
         ctx: Box<RequestContext>,
         running: RunningSlot,
-        mut pass: Option<Box<dyn Pass>>,
+        admission: Option<Admission>,
+        pass: Option<Box<dyn Pass>>,
     ) {
         live.running.store(true, Ordering::Release);
+        let slot = match admission {
+            None => None,
+            Some(Admission::Run(slot)) => Some(slot),
+            Some(Admission::Wait(place)) => {
+                // Boxed: its state stays out of every send's future.
+                return Box::pin(self.queue_execution(live, ctx, running, place, pass)).await;
+            }
+        };
+        let mut run = Box::pin(self.execution(live.clone(), ctx, running, slot, pass));
+        let first = std::future::poll_fn(|cx| Poll::Ready(run.as_mut().poll(cx))).await;
+        if first.is_ready() {
+            return;
+        }
+        // The spawned task polls it again at once, so every waker it left
+        // registered is replaced by the task's own.
+        let handle = tokio::spawn(run);
+        live.state.lock().await.abort = Some(handle.abort_handle());
+    }
+
+    /// One run of the agent and its finish; the caller's share and the
+    /// agent's place (`slot`) are given back when it ends or is dropped,
+    /// and the gate's pass is told the start and the end.
+    fn execution(
+        &self,
+        live: Arc<LiveTask>,
+        ctx: Box<RequestContext>,
+        running: RunningSlot,
+        slot: Option<Slot>,
+        mut pass: Option<Box<dyn Pass>>,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
         let events = TaskEvents::new(live.clone(), ctx.context_id.clone());
         let executor = self.inner.executor.clone();
         let handler = self.clone();
-        let run_live = live.clone();
         // The agent's future keeps the context. An async block keeps what it
         // captures in its state while it waits, so it captures the box, freed
         // as soon as the agent's future is made: 0.9 KB less per running agent.
-        let mut run = Box::pin(async move {
-            if let Some(t) = pass.as_mut() {
-                t.started();
+        async move {
+            if let Some(p) = pass.as_mut() {
+                p.started();
             }
             let execution = executor.execute(unbox(ctx), events.clone());
             let result = AssertUnwindSafe(execution).catch_unwind().await;
@@ -305,16 +345,73 @@ impl RequestHandler {
                 }
             };
             // Boxed so its state is not part of the task for the agent's life.
-            Box::pin(handler.finish_execution(&run_live, &events, error, pass)).await;
-            drop(running);
-        });
-        let first = std::future::poll_fn(|cx| Poll::Ready(run.as_mut().poll(cx))).await;
-        if first.is_ready() {
-            return;
+            Box::pin(handler.finish_execution(&live, &events, error, pass)).await;
+            drop((running, slot));
         }
-        // The spawned task polls it again at once, so every waker it left
-        // registered is replaced by the task's own.
-        let handle = tokio::spawn(run);
+    }
+
+    /// An execution that waits for a place: its task is made visible
+    /// (SUBMITTED, saved and announced to streams) and it waits on a task
+    /// of its own, in priority order, until it may run or its task is
+    /// canceled ([`RequestHandler::cancel_live`] ends a queued task
+    /// itself, under the task's lock, so the executor never sees it).
+    async fn queue_execution(
+        &self,
+        live: Arc<LiveTask>,
+        ctx: Box<RequestContext>,
+        running: RunningSlot,
+        mut place: Place,
+        pass: Option<Box<dyn Pass>>,
+    ) {
+        {
+            let mut st = live.state.lock().await;
+            st.queued = true;
+            st.persist_on_create = true;
+            if let Err(e) = live.create_if_needed(&mut st).await {
+                tracing::error!(task = %live.id, error = %e, "could not save a queued task");
+            }
+        }
+        // In the order before this send returns, so the next place to free
+        // goes to the first waiter, whether or not its task was polled yet.
+        place.enqueue(
+            self.inner
+                .concurrency
+                .as_ref()
+                .map_or_else(Default::default, |c| c.priority_of(&ctx)),
+        );
+        let handler = self.clone();
+        let waiting = live.clone();
+        let handle = tokio::spawn(async move {
+            let slot = tokio::select! {
+                slot = place.wait() => Some(slot),
+                () = waiting.cancel.cancelled() => None,
+            };
+            drop(place);
+            // Out of the queue under the task's lock: a cancel sees the task
+            // either queued (and ends it) or running (and stops the agent).
+            let canceled = {
+                let mut st = waiting.state.lock().await;
+                let canceled = waiting.cancel.is_cancelled();
+                if !canceled {
+                    st.queued = false;
+                }
+                canceled
+            };
+            match slot {
+                Some(slot) if !canceled => {
+                    handler
+                        .execution(waiting, ctx, running, Some(slot), pass)
+                        .await;
+                }
+                _ => {
+                    drop(slot);
+                    let events = TaskEvents::new(waiting.clone(), ctx.context_id.clone());
+                    let reason = "the task was canceled while it waited to run".to_owned();
+                    Box::pin(handler.finish_execution(&waiting, &events, Some(reason), pass)).await;
+                    drop(running);
+                }
+            }
+        });
         live.state.lock().await.abort = Some(handle.abort_handle());
     }
 
