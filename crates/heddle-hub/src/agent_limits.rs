@@ -18,10 +18,7 @@ use heddle_server::{
     Concurrency, MessageCheck, Priority, RequestContext, RequestHandler, limit::AgentRate,
 };
 
-use crate::{
-    manifest::RateLimit,
-    market::options::{self, Priority as Asked},
-};
+use crate::{manifest::RateLimit, market::options};
 
 /// Waiting places per running place: enough to absorb a burst, few enough
 /// that a caller at the back of the queue does not wait for ages.
@@ -91,11 +88,7 @@ pub(crate) fn priority_check() -> MessageCheck {
 fn waiting_priority(ctx: &RequestContext) -> Priority {
     let asked = options::priority(ctx.metadata.as_ref(), ctx.message.metadata.as_ref())
         .or_else(|_| options::priority(None, ctx.message.metadata.as_ref()));
-    match asked {
-        Ok(Asked::High) => Priority::High,
-        Ok(Asked::Low) => Priority::Low,
-        Ok(Asked::Normal) | Err(_) => Priority::Normal,
-    }
+    asked.unwrap_or_default()
 }
 
 #[cfg(test)]

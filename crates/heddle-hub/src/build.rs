@@ -220,6 +220,11 @@ impl Shared {
         }
         let check = all_of(checks);
         let gate = self.market_gate(&entry, &mut profile)?;
+        if let Some(g) = &gate
+            && g.price().model == market::price::PricingModel::PerMinute
+        {
+            executor = market::meter::wrap(executor, g.clone());
+        }
         if let Some(name) = &entry.name {
             profile.name.clone_from(name);
         }

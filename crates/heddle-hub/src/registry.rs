@@ -218,8 +218,12 @@ impl AgentEntry {
     }
 
     /// The agent's checked price: [`pricing`](Self::pricing), else its
-    /// manifest's; `None` when it is free.
+    /// manifest's; `None` when it is free (none, or a rate of zero).
     pub fn price(&self) -> Result<Option<crate::market::price::Price>, crate::RegistryError> {
+        Ok(self.any_price()?.filter(|p| !p.rate.is_zero()))
+    }
+
+    fn any_price(&self) -> Result<Option<crate::market::price::Price>, crate::RegistryError> {
         if let Some(p) = &self.pricing {
             return p
                 .check()

@@ -489,6 +489,19 @@ async fn a_valid_manifest_registers_a_remote_agent_whose_card_and_input_follow_i
         card.text
     );
 
+    // The manifest's price holds: 0.05 a task, paid from the caller's wallet.
+    let topped = oneshot(
+        &router,
+        "POST",
+        "/api/v1/admin/wallets/anonymous/topup",
+        &[
+            ("authorization", bearer(TOKEN).as_str()),
+            ("content-type", "application/json"),
+        ],
+        json_body(&json!({"amount": 1, "currency": "USD"})),
+    )
+    .await;
+    assert_eq!(topped.status, 200, "{}", topped.text);
     let send = |data: Value| {
         let router = router.clone();
         async move {

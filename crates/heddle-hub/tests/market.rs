@@ -580,3 +580,41 @@ async fn restart_settles_what_was_left_open(store: Arc<dyn TaskStore>) {
     assert_eq!(f.earned("clerk").await, 3);
     assert_eq!(f.wallet().await, 94);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_per_minute_task_stops_when_its_budget_runs_out_and_goes_on_with_a_larger_one() {
+    let f = hub(vec![priced("meter", PricingModel::PerMinute, json!(0.60))]).await;
+    f.top_up("anonymous", json!(5)).await;
+    // 0.60 pays for one minute of a 90-second job (and covers the first
+    // estimate, one minute).
+    let asked = f.send("meter", "work 90", budget(json!(0.60))).await;
+    assert_eq!(state(&asked), "TASK_STATE_INPUT_REQUIRED", "{asked}");
+    let question = asked["result"]["task"]["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        question.starts_with("The budget is used up: 0.6 USD"),
+        "{question}"
+    );
+    assert_eq!(f.wallet().await, 440, "the hold stays while the task waits");
+    // A reply with a budget of 1.00 raises the hold; the agent finishes.
+    let id = asked["result"]["task"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let done = f.send_to("meter", "go on", &id, budget(json!(1))).await;
+    assert_eq!(state(&done), "TASK_STATE_COMPLETED", "{done}");
+    f.settled().await;
+    assert_eq!(f.earned("meter").await, 60, "one minute at 0.60 a minute");
+    assert_eq!(f.wallet().await, 440);
+
+    // Asked for no top-up, the task fails, and pays for the time it used.
+    let mut no_top_up = budget(json!(0.60));
+    no_top_up[MARKET_EXT]["topUp"] = json!(false);
+    let failed = f.send("meter", "work 90", no_top_up).await;
+    assert_eq!(state(&failed), "TASK_STATE_FAILED", "{failed}");
+    f.settled().await;
+    assert_eq!(f.earned("meter").await, 120);
+    assert_eq!(f.wallet().await, 380);
+}

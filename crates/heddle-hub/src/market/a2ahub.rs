@@ -312,13 +312,20 @@ async fn send(hub: &Hub, caller: Caller, params: Value) -> Result<Value, A2aErro
     {
         tracing::warn!(error = %e, "a2ahub: could not link a task to its agent");
     }
-    let (eta, cost) = match &agent.market {
+    let (one, cost) = match &agent.market {
         Some(gate) => (gate.eta(), gate.estimate().to_json()),
         None => (
             Duration::ZERO,
             json!({ "amount": 0, "currency": free_currency(&p) }),
         ),
     };
+    // Tasks queued for the agent go in waves of its concurrency: this one
+    // ends after the waves ahead of it and its own.
+    let waves = agent
+        .handler
+        .concurrency()
+        .map_or(0, |c| c.queued().div_ceil(c.max_running().max(1)));
+    let eta = one.saturating_mul(u32::try_from(waves.saturating_add(1)).unwrap_or(u32::MAX));
     let accepted = Accepted {
         task_id: task.id,
         status: "accepted".into(),

@@ -53,4 +53,8 @@ impl AgentExecutor for Deadline {
             }
         }
     }
+
+    async fn cancel(&self, ctx: RequestContext, events: TaskEvents) -> Result<(), AgentError> {
+        self.inner.cancel(ctx, events).await
+    }
 }

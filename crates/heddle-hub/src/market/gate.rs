@@ -70,6 +70,9 @@ struct Shared {
     recent: Recent,
     /// Working time of tasks waiting for their caller, by reservation.
     worked: Mutex<HashMap<String, Duration>>,
+    /// Tasks the hub stopped because their hold ran out (not the agent's
+    /// failure: they pay for the time they used), by reservation.
+    exhausted: Mutex<std::collections::HashSet<String>>,
 }
 
 impl std::fmt::Debug for MarketGate {
@@ -91,6 +94,7 @@ impl MarketGate {
                 ledger,
                 recent: Recent::default(),
                 worked: Mutex::new(HashMap::new()),
+                exhausted: Mutex::new(std::collections::HashSet::new()),
             }),
         }
     }
@@ -104,6 +108,42 @@ impl MarketGate {
     /// the agent's recent completed tasks (zero before any).
     pub fn eta(&self) -> Duration {
         self.shared.recent.median_worked().unwrap_or_default()
+    }
+
+    /// How much more working time the task's hold pays for, for a
+    /// per_minute price: the hold in minutes at the rate, less the time its
+    /// earlier turns worked. `None` for other prices, or a task with no
+    /// hold (a free one).
+    pub async fn allowance(&self, task_id: &str) -> Option<(Duration, Money)> {
+        let s = &self.shared;
+        if s.price.model != PricingModel::PerMinute || s.price.rate.is_zero() {
+            return None;
+        }
+        let id = reservation_id(&s.agent, task_id);
+        let held = s.ledger.reservation(&id).await.ok()??;
+        let hold = money(held.amount, &held.currency);
+        let minutes = hold.decimal().checked_div(s.price.rate)?;
+        let ms = (minutes * rust_decimal::Decimal::from(60_000)).floor();
+        let total = Duration::from_millis(rust_decimal::prelude::ToPrimitive::to_u64(&ms)?);
+        let before = s
+            .worked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&id)
+            .copied()
+            .unwrap_or_default();
+        Some((total.saturating_sub(before), hold))
+    }
+
+    /// Notes that the hub stopped `task_id` because its hold ran out, so
+    /// that it ends paying for its time even if it ends FAILED.
+    pub fn ran_out(&self, task_id: &str) {
+        let id = reservation_id(&self.shared.agent, task_id);
+        self.shared
+            .exhausted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id);
     }
 
     /// The gate's price.
@@ -356,8 +396,19 @@ impl Pass for MeterPass {
                 .insert(self.reservation.clone(), worked);
             return;
         }
+        let stopped = self
+            .shared
+            .exhausted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.reservation);
         let usage = Usage {
-            state,
+            // Stopped by the hub, not failed by the agent: it pays for its time.
+            state: if stopped && state == v1::TaskState::Failed {
+                v1::TaskState::Canceled
+            } else {
+                state
+            },
             tokens,
             worked,
         };

@@ -19,35 +19,9 @@ pub use super::MARKET_EXT;
 /// The member of the options object naming the priority.
 pub const PRIORITY: &str = "priority";
 
-/// How soon a task starts when the agent is at its concurrency limit: high
-/// before normal before low, first come first served within one.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Priority {
-    /// `"low"`.
-    Low,
-    /// `"normal"`, the default.
-    #[default]
-    Normal,
-    /// `"high"`.
-    High,
-}
-
-impl Priority {
-    /// The wire form: `"low"`, `"normal"` or `"high"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Low => "low",
-            Self::Normal => "normal",
-            Self::High => "high",
-        }
-    }
-
-    fn parse(s: &str) -> Option<Self> {
-        [Self::Low, Self::Normal, Self::High]
-            .into_iter()
-            .find(|p| p.as_str() == s)
-    }
-}
+/// How soon a task starts when the agent is at its concurrency limit
+/// (the SDK's queue order): high before normal before low.
+pub use heddle_server::Priority;
 
 /// A marketplace option the caller got wrong, naming where it is.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -98,7 +72,7 @@ fn priority_in(metadata: Option<&Struct>, at: &str) -> Result<Option<Priority>, 
     };
     value
         .as_str()
-        .and_then(Priority::parse)
+        .and_then(Priority::from_name)
         .map(Some)
         .ok_or_else(|| OptionError {
             field: format!("{at}[\"{MARKET_EXT}\"].{PRIORITY}"),
@@ -122,7 +96,7 @@ mod tests {
 
     #[test]
     fn each_priority_is_read_and_none_is_normal() {
-        for p in [Priority::Low, Priority::Normal, Priority::High] {
+        for p in Priority::ALL {
             assert_eq!(priority(None, Some(&with_priority(p.as_str()))), Ok(p));
         }
         assert_eq!(priority(None, None), Ok(Priority::Normal));

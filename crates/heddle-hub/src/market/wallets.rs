@@ -8,7 +8,7 @@
 //! GET  /api/v1/admin/wallets/{owner}/history           its entries (admin)
 //! POST /api/v1/admin/wallets/{owner}/topup             {amount, currency, memo?} (admin)
 //! POST /api/v1/admin/wallets/{owner}/subscriptions     {agent}: pay for 30 days (admin)
-//! GET  /api/v1/admin/agents/{id}/earnings              an agent's earnings (admin)
+//! GET  /api/v1/admin/agents/{id}/earnings              an agent's earnings (admin, or the agent's owner)
 //! ```
 //!
 //! Amounts are `{amount, currency}` with the amount a JSON number written
@@ -225,8 +225,13 @@ async fn earnings(
     headers: HeaderMap,
     uri: Uri,
 ) -> Response {
-    if let Err(r) = admit(&hub, &headers, &uri).await {
-        return r;
+    if let Err(refused) = admit(&hub, &headers, &uri).await {
+        // The agent's owner sees its earnings too.
+        let owner = hub.entry(&id).and_then(|e| e.owner);
+        let caller = caller(&hub, &headers, &uri).await.ok();
+        if owner.is_none() || owner != caller {
+            return refused;
+        }
     }
     let ledger = match ledger(&hub) {
         Ok(l) => l,
@@ -236,6 +241,19 @@ async fn earnings(
         Ok(earned) => Json(json!({ "agent": id, "earnings": earned })).into_response(),
         Err(r) => r,
     }
+}
+
+/// An admin's call with a JSON body: the ledger and the body, or the
+/// refusal.
+async fn admin_call(
+    hub: &Hub,
+    headers: &HeaderMap,
+    uri: &Uri,
+    req: axum::body::Body,
+) -> Result<(Arc<dyn LedgerStore>, Value), Response> {
+    admit(hub, headers, uri).await?;
+    let ledger = ledger(hub)?;
+    Ok((ledger, body(req).await?))
 }
 
 /// The JSON body of a wallet call (at most 4 KiB).
@@ -253,15 +271,8 @@ async fn top_up(
     uri: Uri,
     req: axum::body::Body,
 ) -> Response {
-    if let Err(r) = admit(&hub, &headers, &uri).await {
-        return r;
-    }
-    let ledger = match ledger(&hub) {
-        Ok(l) => l,
-        Err(r) => return r,
-    };
-    let doc = match body(req).await {
-        Ok(d) => d,
+    let (ledger, doc) = match admin_call(&hub, &headers, &uri, req).await {
+        Ok(call) => call,
         Err(r) => return r,
     };
     let amount =
@@ -302,15 +313,8 @@ async fn subscribe(
     uri: Uri,
     req: axum::body::Body,
 ) -> Response {
-    if let Err(r) = admit(&hub, &headers, &uri).await {
-        return r;
-    }
-    let ledger = match ledger(&hub) {
-        Ok(l) => l,
-        Err(r) => return r,
-    };
-    let doc = match body(req).await {
-        Ok(d) => d,
+    let (ledger, doc) = match admin_call(&hub, &headers, &uri, req).await {
+        Ok(call) => call,
         Err(r) => return r,
     };
     let Some(agent) = doc.get("agent").and_then(Value::as_str) else {

@@ -23,10 +23,12 @@ use tokio::sync::{Semaphore, mpsc};
 use super::{fixture, live};
 
 /// The full manifest with `rate_limit` set to `limit`, as the manifest of
-/// a builtin entry `id` running the executor `builtin`.
+/// a builtin entry `id` running the executor `builtin`; free, so that only
+/// the limits are at work.
 fn limited(id: &str, builtin: &str, limit: Value) -> AgentEntry {
     let mut doc = fixture("full.json");
     doc["rate_limit"] = limit;
+    doc["pricing"]["rate"] = json!(0);
     let mut entry = AgentEntry::builtin(id, builtin);
     entry.manifest = Some(doc);
     entry

@@ -37,6 +37,25 @@ pub enum Priority {
     High,
 }
 
+impl Priority {
+    /// Every priority, lowest first.
+    pub const ALL: [Priority; 3] = [Priority::Low, Priority::Normal, Priority::High];
+
+    /// Its name: `"low"`, `"normal"` or `"high"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Low => "low",
+            Self::Normal => "normal",
+            Self::High => "high",
+        }
+    }
+
+    /// The priority named `name` (as [`Priority::as_str`] writes it).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.as_str() == name)
+    }
+}
+
 /// Reads an execution's priority from its request (its metadata, say); run
 /// only for an execution that has to wait.
 pub type PriorityFn = Arc<dyn Fn(&RequestContext) -> Priority + Send + Sync>;
