@@ -221,7 +221,9 @@ impl Shared {
         let check = all_of(checks);
         let gate = self.market_gate(&entry, &mut profile)?;
         if let Some(g) = &gate
-            && g.price().model == market::price::PricingModel::PerMinute
+            && std::iter::once(g.price())
+                .chain(g.price().skills.values())
+                .any(|p| p.model == market::price::PricingModel::PerMinute)
         {
             executor = market::meter::wrap(executor, g.clone());
         }

@@ -240,6 +240,7 @@ impl AgentEntry {
                     model: typed.model,
                     rate: p.get("rate")?.clone(),
                     currency: typed.currency,
+                    skills: Default::default(),
                 })
             });
         let fault = |problem: String| {

@@ -77,6 +77,7 @@ fn priced(id: &str, model: PricingModel, rate: Value) -> AgentEntry {
         model,
         rate,
         currency: "USD".into(),
+        skills: Default::default(),
     });
     e
 }
@@ -544,7 +545,7 @@ async fn restart_settles_what_was_left_open(store: Arc<dyn TaskStore>) {
             id: reservation_id("clerk", id),
             owner: "anonymous".into(),
             agent: "clerk".into(),
-            task: task_ref("clerk", "", id),
+            task: task_ref("clerk", "", id, None),
             currency: "USD".into(),
             amount: 3,
         };
@@ -617,4 +618,76 @@ async fn a_per_minute_task_stops_when_its_budget_runs_out_and_goes_on_with_a_lar
     f.settled().await;
     assert_eq!(f.earned("meter").await, 120);
     assert_eq!(f.wallet().await, 380);
+}
+
+#[tokio::test]
+async fn a_skill_with_a_price_of_its_own_is_charged_by_it() {
+    let mut entry = priced("clerk", PricingModel::PerTask, json!(0.03));
+    if let Some(p) = entry.pricing.as_mut() {
+        p.skills.insert(
+            "summarize".into(),
+            PriceSpec {
+                model: PricingModel::PerTask,
+                rate: json!(0.10),
+                currency: "USD".into(),
+                skills: Default::default(),
+            },
+        );
+    }
+    let f = hub(vec![entry]).await;
+    f.top_up("anonymous", json!(1)).await;
+    let (_, card) = f
+        .request(
+            Request::get("/api/v1/agents/clerk/.well-known/agent-card.json")
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await;
+    let ext = card["capabilities"]["extensions"]
+        .as_array()
+        .and_then(|e| e.iter().find(|x| x["uri"] == MARKET_EXT))
+        .expect("market extension");
+    assert_eq!(
+        ext["params"]["pricing"]["skills"]["summarize"],
+        json!({"model": "per_task", "rate": {"amount": 0.1, "currency": "USD"}})
+    );
+
+    let skill = json!({ MARKET_EXT: { "skill": "summarize" } });
+    assert_eq!(
+        state(&f.send("clerk", "done", skill).await),
+        "TASK_STATE_COMPLETED"
+    );
+    f.settled().await;
+    assert_eq!(f.earned("clerk").await, 10, "the skill's price");
+    // A skill without a price of its own pays the agent's.
+    let other = json!({ MARKET_EXT: { "skill": "translate" } });
+    f.send("clerk", "done", other).await;
+    f.settled().await;
+    assert_eq!(f.earned("clerk").await, 13);
+    assert_eq!(f.wallet().await, 87);
+}
+
+#[tokio::test]
+async fn a_price_that_cannot_hold_is_refused_at_registration() {
+    let f = hub(vec![]).await;
+    let register = |pricing: Value| {
+        let body = json!({"id": "p", "kind": "builtin", "builtin": "worker", "pricing": pricing});
+        Request::post("/api/v1/admin/agents")
+            .header(header::AUTHORIZATION, format!("Bearer {ADMIN}"))
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body.to_string()))
+            .expect("request")
+    };
+    for bad in [
+        json!({"model": "per_task", "rate": 0.001, "currency": "USD"}),
+        json!({"model": "per_task", "rate": 1, "currency": "XYZ"}),
+        json!({"model": "per_task", "rate": 1, "currency": "USD",
+               "skills": {"s": {"model": "per_task", "rate": 1, "currency": "EUR"}}}),
+        json!({"model": "per_task", "rate": 1, "currency": "USD",
+               "skills": {"s": {"model": "subscription", "rate": 1, "currency": "USD"}}}),
+    ] {
+        let (status, body) = f.request(register(bad.clone())).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {body}");
+        assert_eq!(body["errors"][0]["pointer"], "/pricing", "{body}");
+    }
 }

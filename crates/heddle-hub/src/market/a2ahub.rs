@@ -313,7 +313,10 @@ async fn send(hub: &Hub, caller: Caller, params: Value) -> Result<Value, A2aErro
         tracing::warn!(error = %e, "a2ahub: could not link a task to its agent");
     }
     let (one, cost) = match &agent.market {
-        Some(gate) => (gate.eta(), gate.estimate().to_json()),
+        Some(gate) => (
+            gate.eta(),
+            gate.estimate_for(p.task_type.as_deref()).to_json(),
+        ),
         None => (
             Duration::ZERO,
             json!({ "amount": 0, "currency": free_currency(&p) }),

@@ -37,9 +37,32 @@ pub fn reservation_id(agent: &str, task_id: &str) -> String {
 
 /// What a reservation is for, as the ledger keeps it (JSON), so that a
 /// restarted hub finds the task again: `owner` is the task's scope owner
-/// (the caller's id, `""` when anonymous), not the wallet.
-pub fn task_ref(agent: &str, owner: &str, task_id: &str) -> String {
-    json!({ "agent": agent, "owner": owner, "task": task_id }).to_string()
+/// (the caller's id, `""` when anonymous), not the wallet; `skill` the
+/// skill whose price applies, when one has its own.
+pub fn task_ref(agent: &str, owner: &str, task_id: &str, skill: Option<&str>) -> String {
+    let mut r = json!({ "agent": agent, "owner": owner, "task": task_id });
+    if let Some(s) = skill {
+        r["skill"] = json!(s);
+    }
+    r.to_string()
+}
+
+/// The skill a request names, when the agent prices it on its own: `skill`
+/// under the market extension's key (request metadata, then message
+/// metadata), else the a2ahub form's `taskType`.
+fn priced_skill<'a>(price: &Price, send: &SendAtGate<'a>) -> Option<&'a str> {
+    if !price.by_skill() {
+        return None;
+    }
+    let named = |key: &str| {
+        [send.metadata, send.message.metadata.as_ref()]
+            .into_iter()
+            .flatten()
+            .find_map(|m| m.0.get(super::MARKET_EXT)?.get(key)?.as_str())
+    };
+    named("skill")
+        .or_else(|| named("taskType"))
+        .filter(|s| price.skills.contains_key(*s))
 }
 
 /// The refusal the a2ahub form and every A2A binding share: the seed's
@@ -101,7 +124,16 @@ impl MarketGate {
 
     /// What a task of this agent is expected to cost now.
     pub fn estimate(&self) -> Money {
-        self.shared.price.estimate(&self.shared.recent)
+        self.estimate_for(None)
+    }
+
+    /// What a task of `skill` (its own price, else the agent's) is
+    /// expected to cost now.
+    pub fn estimate_for(&self, skill: Option<&str>) -> Money {
+        self.shared
+            .price
+            .for_skill(skill)
+            .estimate(&self.shared.recent)
     }
 
     /// When a task sent now is expected to end: the median working time of
@@ -116,13 +148,19 @@ impl MarketGate {
     /// hold (a free one).
     pub async fn allowance(&self, task_id: &str) -> Option<(Duration, Money)> {
         let s = &self.shared;
-        if s.price.model != PricingModel::PerMinute || s.price.rate.is_zero() {
+        if !s.price.by_skill() && s.price.model != PricingModel::PerMinute {
             return None;
         }
         let id = reservation_id(&s.agent, task_id);
         let held = s.ledger.reservation(&id).await.ok()??;
+        let price = s
+            .price
+            .for_skill(super::recover::skill_of(&held.task).as_deref());
+        if price.model != PricingModel::PerMinute || price.rate.is_zero() {
+            return None;
+        }
         let hold = money(held.amount, &held.currency);
-        let minutes = hold.decimal().checked_div(s.price.rate)?;
+        let minutes = hold.decimal().checked_div(price.rate)?;
         let ms = (minutes * rust_decimal::Decimal::from(60_000)).floor();
         let total = Duration::from_millis(rust_decimal::prelude::ToPrimitive::to_u64(&ms)?);
         let before = s
@@ -162,6 +200,9 @@ impl MarketGate {
         });
         if p.model == PricingModel::Subscription {
             params["pricing"]["periodDays"] = json!(SUBSCRIPTION_DAYS);
+        }
+        for (id, sp) in &p.skills {
+            params["pricing"]["skills"][id] = json!({ "model": sp.model, "rate": sp.rate_json() });
         }
         v1::AgentExtension {
             uri: super::MARKET_EXT.to_owned(),
@@ -231,9 +272,11 @@ impl Shared {
         scope_owner: &str,
         task_id: &str,
         budget: Option<&Money>,
+        skill: Option<&str>,
     ) -> Result<(), A2aError> {
-        let currency = &self.price.currency;
-        let estimate = self.price.estimate(&self.recent);
+        let price = self.price.for_skill(skill);
+        let currency = &price.currency;
+        let estimate = price.estimate(&self.recent);
         if let Some(b) = budget
             && estimate.minor > b.minor
         {
@@ -244,7 +287,7 @@ impl Shared {
         // A metered hold follows the balance, which other tasks change
         // meanwhile: asked again a few times before giving up.
         for _ in 0..3 {
-            let amount = if self.price.metered() {
+            let amount = if price.metered() {
                 let available = match balance {
                     Some(b) => b,
                     None => self.balance(owner).await?,
@@ -258,7 +301,7 @@ impl Shared {
                 id: id.clone(),
                 owner: owner.to_owned(),
                 agent: self.agent.clone(),
-                task: task_ref(&self.agent, scope_owner, task_id),
+                task: task_ref(&self.agent, scope_owner, task_id, skill),
                 currency: currency.clone(),
                 amount,
             };
@@ -280,9 +323,9 @@ impl Shared {
         ))
     }
 
-    /// Settles the task's reservation with what its run cost.
-    fn settle(self: &Arc<Self>, id: String, usage: Usage) {
-        let charge = self.price.charge(usage);
+    /// Settles the task's reservation with what its run cost at `price`.
+    fn settle(self: &Arc<Self>, id: String, usage: Usage, price: &Price) {
+        let charge = price.charge(usage);
         if usage.state == v1::TaskState::Completed {
             self.recent.record(usage.tokens, usage.worked);
         }
@@ -314,17 +357,22 @@ impl SendGate for MarketGate {
             return Ok(None);
         }
         let id = reservation_id(&s.agent, send.task_id);
-        if send.new_task {
-            s.reserve(owner, &send.caller.id, send.task_id, budget.as_ref())
+        let price = if send.new_task {
+            let skill = priced_skill(&s.price, &send);
+            s.reserve(owner, &send.caller.id, send.task_id, budget.as_ref(), skill)
                 .await?;
+            s.price.for_skill(skill)
         } else {
             let Some(held) = s.ledger.reservation(&id).await.map_err(store_err)? else {
                 // A task from before the agent had its price: free.
                 return Ok(None);
             };
+            let price = s
+                .price
+                .for_skill(super::recover::skill_of(&held.task).as_deref());
             // A larger budget on a reply raises a metered task's hold.
             if let Some(b) = &budget
-                && s.price.metered()
+                && price.metered()
                 && b.minor > held.amount
                 && let Some(Reserved::Insufficient { available }) = s
                     .ledger
@@ -333,14 +381,16 @@ impl SendGate for MarketGate {
                     .map_err(store_err)?
             {
                 return Err(budget_exceeded(
-                    &money(b.minor - held.amount, &s.price.currency),
-                    &money(available, &s.price.currency),
+                    &money(b.minor - held.amount, &price.currency),
+                    &money(available, &price.currency),
                     "wallet balance",
                 ));
             }
-        }
+            price
+        };
         Ok(Some(Box::new(MeterPass {
             shared: s.clone(),
+            price: price.clone(),
             reservation: id,
             new_task: send.new_task,
             started: None,
@@ -352,6 +402,8 @@ impl SendGate for MarketGate {
 /// One admitted run of a priced task.
 struct MeterPass {
     shared: Arc<Shared>,
+    /// The price this task pays (its skill's, or the agent's).
+    price: Price,
     reservation: String,
     new_task: bool,
     started: Option<tokio::time::Instant>,
@@ -412,7 +464,8 @@ impl Pass for MeterPass {
             tokens,
             worked,
         };
-        self.shared.settle(self.reservation.clone(), usage);
+        self.shared
+            .settle(self.reservation.clone(), usage, &self.price);
     }
 }
 
@@ -436,6 +489,7 @@ impl Drop for MeterPass {
             tokens: 0,
             worked: self.worked(),
         };
-        self.shared.settle(self.reservation.clone(), usage);
+        self.shared
+            .settle(self.reservation.clone(), usage, &self.price);
     }
 }

@@ -25,6 +25,9 @@ pub enum MoneyError {
     /// Below zero.
     #[error("{0} is below zero")]
     Negative(String),
+    /// A price's shape is wrong (its skills' prices).
+    #[error("{0}")]
+    Pricing(String),
     /// Finer than the currency's minor unit.
     #[error("{amount} has more decimals than {currency} has minor units ({exponent})")]
     TooFine {

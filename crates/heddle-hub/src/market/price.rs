@@ -17,8 +17,18 @@
 //! charge is ever more than what was reserved for the task.
 //! `subscription` agents charge nothing per task to a subscriber and refuse
 //! everyone else; the rate is the price of 30 days.
+//!
+//! A price may name prices of its own for some of the agent's skills
+//! (`skills`, in the same currency, not by subscription): a request that
+//! names a skill (`skill` under the market extension's metadata key, or
+//! the a2ahub form's `task_type`) is priced by it; any other by the
+//! agent's price.
 
-use std::{collections::VecDeque, sync::Mutex, time::Duration};
+use std::{
+    collections::{BTreeMap, VecDeque},
+    sync::Mutex,
+    time::Duration,
+};
 
 use heddle_core::v1;
 use rust_decimal::Decimal;
@@ -44,6 +54,9 @@ pub struct PriceSpec {
     pub rate: Value,
     /// ISO 4217 code.
     pub currency: String,
+    /// Prices of some skills, by skill id (module docs).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub skills: BTreeMap<String, PriceSpec>,
 }
 
 /// A price that passed its checks.
@@ -55,7 +68,12 @@ pub struct Price {
     pub rate: Decimal,
     /// ISO 4217 code.
     pub currency: String,
+    /// Prices of some skills, by skill id (none of their own).
+    pub skills: BTreeMap<String, Price>,
 }
+
+/// Most skills one price names.
+const MAX_SKILL_PRICES: usize = 256;
 
 impl PriceSpec {
     /// The checked price: a known currency, a rate ≥ 0, and for per_task and
@@ -69,10 +87,30 @@ impl PriceSpec {
         ) {
             Money::exact(rate, &self.currency)?;
         }
+        if self.skills.len() > MAX_SKILL_PRICES {
+            return Err(MoneyError::Pricing(format!(
+                "at most {MAX_SKILL_PRICES} skills have prices of their own"
+            )));
+        }
+        let mut skills = BTreeMap::new();
+        for (id, spec) in &self.skills {
+            let fault = |problem: &str| MoneyError::Pricing(format!("skills.{id}: {problem}"));
+            if !spec.skills.is_empty() {
+                return Err(fault("a skill's price names no skills"));
+            }
+            if spec.currency != self.currency {
+                return Err(fault("is in another currency than the agent's price"));
+            }
+            if spec.model == PricingModel::Subscription {
+                return Err(fault("a subscription is to the agent, not to one skill"));
+            }
+            skills.insert(id.clone(), spec.check()?);
+        }
         Ok(Price {
             model: self.model,
             rate,
             currency: self.currency.clone(),
+            skills,
         })
     }
 }
@@ -99,6 +137,16 @@ pub fn reported_tokens(task: &v1::Task) -> u64 {
 }
 
 impl Price {
+    /// The price of `skill`: its own, else the agent's.
+    pub fn for_skill(&self, skill: Option<&str>) -> &Price {
+        skill.and_then(|s| self.skills.get(s)).unwrap_or(self)
+    }
+
+    /// Whether some skill has a price of its own.
+    pub fn by_skill(&self) -> bool {
+        !self.skills.is_empty()
+    }
+
     /// The price per its unit as `{amount, currency}` (the rate exactly).
     pub fn rate_json(&self) -> Value {
         json!({ "amount": money::number(self.rate), "currency": self.currency })
@@ -199,6 +247,7 @@ mod tests {
             model,
             rate,
             currency: "USD".into(),
+            skills: BTreeMap::new(),
         }
         .check()
         .unwrap()
@@ -256,6 +305,7 @@ mod tests {
                 model,
                 rate,
                 currency: currency.into(),
+                skills: BTreeMap::new(),
             }
             .check()
             .is_err()

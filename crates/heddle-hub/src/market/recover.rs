@@ -68,13 +68,15 @@ pub async fn settle_open(
                 done.kept += 1;
                 continue;
             }
+            let skill = skill_of(&r.task);
             let charge = prices.get(&agent).map_or(0, |p| {
-                p.charge(Usage {
-                    state,
-                    tokens: reported_tokens(&task),
-                    worked: Duration::ZERO,
-                })
-                .minor
+                p.for_skill(skill.as_deref())
+                    .charge(Usage {
+                        state,
+                        tokens: reported_tokens(&task),
+                        worked: Duration::ZERO,
+                    })
+                    .minor
             });
             ledger.settle(&r.id, charge).await?;
             done.settled += 1;
@@ -99,6 +101,12 @@ pub async fn at_start(
         ),
         Err(e) => tracing::error!(error = %e, "could not settle open reservations"),
     }
+}
+
+/// The skill whose price a reservation's task pays, when it has one.
+pub fn skill_of(task: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(task).ok()?;
+    v.get("skill")?.as_str().map(str::to_owned)
 }
 
 fn parse_ref(task: &str) -> Option<(String, String, String)> {
