@@ -328,9 +328,14 @@ impl Shared {
                 problem: "the hub's store keeps no ledger, which a priced agent needs".into(),
             })
         })?;
-        let gate = market::gate::MarketGate::new(&entry.id, price, ledger);
+        // The running gate, when the price is the same: its recent usage and
+        // the working time of tasks waiting for their callers go on.
+        let gate = match self.live.get(&entry.id).and_then(|a| a.market.clone()) {
+            Some(g) if *g.price() == price => g,
+            _ => Arc::new(market::gate::MarketGate::new(&entry.id, price, ledger)),
+        };
         profile.extensions.push(gate.extension());
-        Ok(Some(Arc::new(gate)))
+        Ok(Some(gate))
     }
 
     /// The HTTP routes of one agent under `/api/v1/agents/{id}`.

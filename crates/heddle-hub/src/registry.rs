@@ -218,9 +218,11 @@ impl AgentEntry {
     }
 
     /// The agent's checked price: [`pricing`](Self::pricing), else its
-    /// manifest's; `None` when it is free (none, or a rate of zero).
+    /// manifest's; `None` when it is free (none, or every rate zero).
     pub fn price(&self) -> Result<Option<crate::market::price::Price>, crate::RegistryError> {
-        Ok(self.any_price()?.filter(|p| !p.rate.is_zero()))
+        Ok(self
+            .any_price()?
+            .filter(|p| !p.rate.is_zero() || p.skills.values().any(|s| !s.rate.is_zero())))
     }
 
     fn any_price(&self) -> Result<Option<crate::market::price::Price>, crate::RegistryError> {

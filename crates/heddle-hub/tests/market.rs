@@ -634,6 +634,10 @@ async fn a_skill_with_a_price_of_its_own_is_charged_by_it() {
             },
         );
     }
+    // The agent's own rate is zero: only the skill is paid for.
+    if let Some(p) = entry.pricing.as_mut() {
+        p.rate = json!(0);
+    }
     let f = hub(vec![entry]).await;
     f.top_up("anonymous", json!(1)).await;
     let (_, card) = f
@@ -659,12 +663,12 @@ async fn a_skill_with_a_price_of_its_own_is_charged_by_it() {
     );
     f.settled().await;
     assert_eq!(f.earned("clerk").await, 10, "the skill's price");
-    // A skill without a price of its own pays the agent's.
+    // A skill without a price of its own pays the agent's: nothing.
     let other = json!({ MARKET_EXT: { "skill": "translate" } });
     f.send("clerk", "done", other).await;
     f.settled().await;
-    assert_eq!(f.earned("clerk").await, 13);
-    assert_eq!(f.wallet().await, 87);
+    assert_eq!(f.earned("clerk").await, 10);
+    assert_eq!(f.wallet().await, 90);
 }
 
 #[tokio::test]
@@ -690,4 +694,107 @@ async fn a_price_that_cannot_hold_is_refused_at_registration() {
         assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {body}");
         assert_eq!(body["errors"][0]["pointer"], "/pricing", "{body}");
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_canceled_while_it_waits_for_its_caller_is_settled_at_once() {
+    let f = hub(vec![
+        priced("clerk", PricingModel::PerTask, json!(0.03)),
+        priced("meter", PricingModel::PerMinute, json!(0.60)),
+    ])
+    .await;
+    f.top_up("anonymous", json!(5)).await;
+    let cancel = |agent: &'static str, id: String| {
+        Request::post(format!("/api/v1/agents/{agent}/a2a"))
+            .header(header::CONTENT_TYPE, "application/json")
+            .header("A2A-Version", "1.0")
+            .body(Body::from(
+                json!({"jsonrpc": "2.0", "id": 2, "method": "CancelTask", "params": {"id": id}})
+                    .to_string(),
+            ))
+            .expect("request")
+    };
+    // A per_task task canceled while it asks: nothing delivered, nothing paid.
+    let asked = f.send("clerk", "ask", Value::Null).await;
+    let id = asked["result"]["task"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let (_, canceled) = f.request(cancel("clerk", id)).await;
+    assert_eq!(canceled["result"]["status"]["state"], "TASK_STATE_CANCELED");
+    f.settled().await;
+    assert_eq!(f.wallet().await, 500);
+
+    // A per_minute task stopped by its budget, then canceled: it pays for
+    // the minute it worked, and its hold does not wait for a restart.
+    let stopped = f.send("meter", "work 90", budget(json!(0.60))).await;
+    assert_eq!(state(&stopped), "TASK_STATE_INPUT_REQUIRED", "{stopped}");
+    let id = stopped["result"]["task"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    f.request(cancel("meter", id)).await;
+    f.settled().await;
+    assert_eq!(f.earned("meter").await, 60);
+    assert_eq!(f.wallet().await, 440);
+}
+
+#[tokio::test]
+async fn restart_recovery_reads_past_many_tasks_still_waiting() {
+    use heddle_hub::market::{
+        gate::{reservation_id, task_ref},
+        recover::settle_open,
+    };
+    use heddle_store::NewReservation;
+
+    let store = Arc::new(MemoryStore::default());
+    store
+        .top_up("anonymous", "USD", 10_000, "")
+        .await
+        .expect("top up");
+    let scope = Scope::new("clerk", "");
+    // 600 tasks waiting for their callers, made first; then one done.
+    for i in 0..601 {
+        let id = format!("t{i:04}");
+        let state = if i == 600 {
+            heddle_core::v1::TaskState::Completed
+        } else {
+            heddle_core::v1::TaskState::InputRequired
+        };
+        let r = NewReservation {
+            id: reservation_id("clerk", &id),
+            owner: "anonymous".into(),
+            agent: "clerk".into(),
+            task: task_ref("clerk", "", &id, None),
+            currency: "USD".into(),
+            amount: 3,
+        };
+        store.reserve(&r).await.expect("reserve");
+        let task = heddle_core::v1::Task {
+            id: id.clone(),
+            context_id: "c".into(),
+            status: Some(heddle_core::v1::TaskStatus {
+                state: state as i32,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        store.save(&scope, &task).await.expect("save");
+    }
+    let prices = [(
+        "clerk".to_owned(),
+        PriceSpec {
+            model: PricingModel::PerTask,
+            rate: json!(0.03),
+            currency: "USD".into(),
+            skills: Default::default(),
+        }
+        .check()
+        .expect("price"),
+    )]
+    .into();
+    let done = settle_open(store.as_ref(), store.as_ref(), &prices)
+        .await
+        .expect("recovery");
+    assert_eq!((done.settled, done.kept), (1, 600));
 }

@@ -42,10 +42,10 @@ struct Log(Arc<Mutex<Vec<String>>>);
 
 impl Log {
     fn push(&self, line: String) {
-        self.0.lock().unwrap().push(line);
+        self.0.lock().expect("log").push(line);
     }
     fn lines(&self) -> Vec<String> {
-        self.0.lock().unwrap().clone()
+        self.0.lock().expect("log").clone()
     }
 }
 
@@ -140,11 +140,17 @@ async fn a_refused_send_is_the_callers_error_and_makes_no_task() {
     let log = Log::default();
     let store = Arc::new(MemoryStore::default());
     let h = handler(&log, store.clone());
-    let err = h.handle(cx(), send("refuse", "", false)).await.unwrap_err();
+    let err = h
+        .handle(cx(), send("refuse", "", false))
+        .await
+        .expect_err("refused");
     assert_eq!(err.code, ErrorCode::InvalidParams);
     assert_eq!(err.message, "not today");
     let scope = Scope::new("gated", "alice");
-    let page = store.list(&scope, &ListQuery::default()).await.unwrap();
+    let page = store
+        .list(&scope, &ListQuery::default())
+        .await
+        .expect("list");
     assert!(page.tasks.is_empty(), "no task was made: {:?}", page.tasks);
     assert!(log.lines().is_empty());
 }

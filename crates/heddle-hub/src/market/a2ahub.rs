@@ -149,8 +149,11 @@ pub(crate) async fn endpoint(
     State(hub): State<Hub>,
     headers: HeaderMap,
     uri: Uri,
+    connected: Option<axum::extract::Extension<axum::extract::ConnectInfo<std::net::SocketAddr>>>,
     body: Body,
 ) -> Response {
+    // An anonymous caller's limits are kept per address, as on the A2A routes.
+    let peer = connected.map(|c| c.0.0.ip());
     let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
         return rpc_error(&Value::Null, -32600, "the request is over 1 MiB", None);
     };
@@ -175,7 +178,7 @@ pub(crate) async fn endpoint(
         }
     };
     let answer = match envelope.method.as_deref() {
-        Some("tasks/send") => send(&hub, caller, envelope.params).await,
+        Some("tasks/send") => send(&hub, caller, peer, envelope.params).await,
         Some("tasks/get") => get(&hub, caller, envelope.params).await,
         _ => Err(A2aError::new(
             ErrorCode::MethodNotFound,
@@ -287,7 +290,12 @@ fn to_a2a(p: &SendParams) -> Result<v1::SendMessageRequest, A2aError> {
     })
 }
 
-async fn send(hub: &Hub, caller: Caller, params: Value) -> Result<Value, A2aError> {
+async fn send(
+    hub: &Hub,
+    caller: Caller,
+    peer: Option<std::net::IpAddr>,
+    params: Value,
+) -> Result<Value, A2aError> {
     let p: SendParams =
         serde_json::from_value(params).map_err(|e| invalid("params", e.to_string()))?;
     let agent = agent_of(hub, &p.agent_id)?;
@@ -295,6 +303,7 @@ async fn send(hub: &Hub, caller: Caller, params: Value) -> Result<Value, A2aErro
     let cx = CallContext {
         caller,
         version: ProtocolVersion::V1_0,
+        peer,
         ..CallContext::anonymous()
     };
     let task = match agent.handler.handle(cx, Call::SendMessage(req)).await? {

@@ -161,7 +161,9 @@ impl MarketGate {
         }
         let hold = money(held.amount, &held.currency);
         let minutes = hold.decimal().checked_div(price.rate)?;
-        let ms = (minutes * rust_decimal::Decimal::from(60_000)).floor();
+        let ms = minutes
+            .checked_mul(rust_decimal::Decimal::from(60_000))?
+            .floor();
         let total = Duration::from_millis(rust_decimal::prelude::ToPrimitive::to_u64(&ms)?);
         let before = s
             .worked
@@ -267,7 +269,7 @@ impl Shared {
     /// the task may spend). Refused, with nothing reserved, when the
     /// estimate is over the budget or the balance.
     async fn reserve(
-        &self,
+        self: &Arc<Self>,
         owner: &str,
         scope_owner: &str,
         task_id: &str,
@@ -287,7 +289,9 @@ impl Shared {
         // A metered hold follows the balance, which other tasks change
         // meanwhile: asked again a few times before giving up.
         for _ in 0..3 {
-            let amount = if price.metered() {
+            let amount = if price.rate.is_zero() {
+                0
+            } else if price.metered() {
                 let available = match balance {
                     Some(b) => b,
                     None => self.balance(owner).await?,
@@ -305,7 +309,7 @@ impl Shared {
                 currency: currency.clone(),
                 amount,
             };
-            match self.ledger.reserve(&r).await.map_err(store_err)? {
+            match self.reserve_once(r).await? {
                 Reserved::Held => return Ok(()),
                 Reserved::Insufficient { available } if available < estimate.minor => {
                     return Err(budget_exceeded(
@@ -321,6 +325,27 @@ impl Shared {
             "the wallet is changing too fast to hold this task's budget; retry",
             Duration::from_secs(1),
         ))
+    }
+
+    /// Makes one reservation, to its end even when the send is dropped
+    /// meanwhile (its client went away): a hold made for a send that is no
+    /// longer there to run is given back at once, not left until a restart.
+    async fn reserve_once(self: &Arc<Self>, r: NewReservation) -> Result<Reserved, A2aError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let shared = self.clone();
+        tokio::spawn(async move {
+            let made = shared.ledger.reserve(&r).await;
+            let held = matches!(made, Ok(Reserved::Held));
+            if tx.send(made).is_err()
+                && held
+                && let Err(e) = shared.ledger.settle(&r.id, 0).await
+            {
+                tracing::error!(reservation = %r.id, error = %e, "could not release an orphan hold");
+            }
+        });
+        rx.await
+            .map_err(|_| A2aError::internal("ledger: the reservation task ended"))?
+            .map_err(store_err)
     }
 
     /// Settles the task's reservation with what its run cost at `price`.
@@ -342,8 +367,46 @@ impl Shared {
     }
 }
 
+impl Shared {
+    /// Settles a task that ended with no run going on (canceled while it
+    /// waited): it pays, as canceled, for what its earlier turns used.
+    fn ended_waiting(self: &Arc<Self>, task: &v1::Task) {
+        let id = reservation_id(&self.agent, &task.id);
+        let worked = self
+            .worked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id)
+            .unwrap_or_default();
+        let tokens = reported_tokens(task);
+        let shared = self.clone();
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        rt.spawn(async move {
+            let Ok(Some(r)) = shared.ledger.reservation(&id).await else {
+                return;
+            };
+            let price = shared
+                .price
+                .for_skill(super::recover::skill_of(&r.task).as_deref())
+                .clone();
+            let usage = Usage {
+                state: v1::TaskState::Canceled,
+                tokens,
+                worked,
+            };
+            shared.settle(id, usage, &price);
+        });
+    }
+}
+
 #[async_trait]
 impl SendGate for MarketGate {
+    fn ended_outside_run(&self, task: &v1::Task) {
+        self.shared.ended_waiting(task);
+    }
+
     async fn admit(&self, send: SendAtGate<'_>) -> Result<Option<Box<dyn Pass>>, A2aError> {
         let s = &self.shared;
         let owner = wallet_of(&send.caller.id);

@@ -169,6 +169,7 @@ pub fn parse_amount(value: &Value) -> Result<(Decimal, String), MoneyError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // a test should fail loudly
 mod tests {
     use super::*;
 

@@ -164,7 +164,7 @@ impl Price {
         let units = match self.model {
             PricingModel::PerTask => Decimal::ONE,
             PricingModel::PerToken => Decimal::from(recent.median_tokens().unwrap_or(1)),
-            PricingModel::PerMinute => recent.median_worked().map_or(Decimal::ONE, |d| minutes(d)),
+            PricingModel::PerMinute => recent.median_worked().map_or(Decimal::ONE, minutes),
             PricingModel::Subscription => Decimal::ZERO,
         };
         self.cost(units)
@@ -239,6 +239,7 @@ fn median<T: Ord + Copy>(mut v: Vec<T>) -> Option<T> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // a test should fail loudly
 mod tests {
     use super::*;
 

@@ -38,7 +38,11 @@ pub async fn settle_open(
     let mut done = Recovered::default();
     let mut seen = std::collections::HashSet::new();
     loop {
-        let open = ledger.open_reservations(BATCH).await?;
+        // Those kept (tasks waiting for their callers) stay open and come
+        // first again: each pass reads past what was seen.
+        let open = ledger
+            .open_reservations(seen.len().saturating_add(BATCH))
+            .await?;
         let fresh: Vec<_> = open
             .into_iter()
             .filter(|r| seen.insert(r.id.clone()))

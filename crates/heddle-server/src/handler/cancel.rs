@@ -49,7 +49,9 @@ impl RequestHandler {
                 .with_meta("taskId", live.id.clone()));
             }
             if st.queued {
-                return Self::cancel_queued(live, &mut st).await;
+                let canceled = Self::cancel_queued(live, &mut st).await?;
+                self.tell_gate(&canceled);
+                return Ok(canceled);
             }
             (live.running.load(Ordering::Acquire), st.task.clone())
         };
@@ -98,6 +100,9 @@ impl RequestHandler {
             live.running.store(false, Ordering::Release);
         }
         if current_state(&st) == v1::TaskState::Canceled {
+            if !running {
+                self.tell_gate(&st.task);
+            }
             Ok(st.task.clone())
         } else {
             let s = current_state(&st);
@@ -109,6 +114,14 @@ impl RequestHandler {
                     s.as_str_name()
                 ),
             ))
+        }
+    }
+
+    /// Tells the send gate of a task canceled with no run going on (a run
+    /// tells its own pass).
+    fn tell_gate(&self, task: &v1::Task) {
+        if let Some(gate) = &self.inner.gate {
+            gate.ended_outside_run(task);
         }
     }
 

@@ -43,6 +43,11 @@ pub trait SendGate: Send + Sync + 'static {
     /// `Ok(None)`: go ahead, nothing to tell; `Err`: the caller's answer,
     /// in its binding, and no task is made or changed.
     async fn admit(&self, send: SendAtGate<'_>) -> Result<Option<Box<dyn Pass>>, A2aError>;
+
+    /// A task ended while no run of it was going on, so no pass hears of
+    /// it: canceled while it waited for its caller, or while its reply
+    /// waited in the queue. The default does nothing.
+    fn ended_outside_run(&self, _task: &v1::Task) {}
 }
 
 /// What an admitted send is told; see the module docs for when it is
