@@ -513,7 +513,7 @@ mod tests {
                 assert_ne!(a.reason, b.reason);
             }
         }
-        assert_eq!(CATALOGUE.len(), 18, "one row per ErrorCode variant");
+        assert_eq!(CATALOGUE.len(), 19, "one row per ErrorCode variant");
     }
 
     #[test]

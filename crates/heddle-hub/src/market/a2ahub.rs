@@ -30,7 +30,13 @@ use axum::{
     http::{HeaderMap, Uri},
     response::{IntoResponse as _, Response},
 };
-use heddle_core::{A2aError, ErrorCode, ProtocolVersion, call::Call, v1, wkt::Struct};
+use heddle_core::{
+    A2aError, ErrorCode, ProtocolVersion,
+    call::Call,
+    method::{Dialect, Method},
+    v1,
+    wkt::Struct,
+};
 use heddle_server::{CallContext, Caller, Reply};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
@@ -177,9 +183,14 @@ pub(crate) async fn endpoint(
             return rpc_error(&id, code, &message, data);
         }
     };
-    let answer = match envelope.method.as_deref() {
-        Some("tasks/send") => send(&hub, caller, peer, envelope.params).await,
-        Some("tasks/get") => get(&hub, caller, envelope.params).await,
+    // The form's names are the legacy `tasks/send` and v0.3 `tasks/get`,
+    // read from the one method table.
+    let method = envelope.method.as_deref().and_then(Method::from_jsonrpc);
+    let answer = match method {
+        Some((Method::SendMessage, Dialect::Legacy)) => {
+            send(&hub, caller, peer, envelope.params).await
+        }
+        Some((Method::GetTask, Dialect::V03)) => get(&hub, caller, envelope.params).await,
         _ => Err(A2aError::new(
             ErrorCode::MethodNotFound,
             "this endpoint takes the a2ahub form (tasks/send, tasks/get); A2A calls go to /api/v1/agents/{id}/a2a",
