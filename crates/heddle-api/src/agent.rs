@@ -6,11 +6,16 @@
 //! by publishing events on the sink; the server applies them to the task,
 //! persists them, and fans them out to every subscriber.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use heddle_core::{ProtocolVersion, v1, wkt::Struct};
 use tokio_util::sync::CancellationToken;
 
-use crate::events::{EventError, TaskEvents};
+use crate::{
+    delegation::{Delegation, DelegationError},
+    events::{EventError, TaskEvents},
+};
 
 /// Who is calling, as established by the authentication layer.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -69,12 +74,28 @@ pub struct RequestContext {
     /// rather than waiting for an answer: an agent that relays elsewhere can
     /// then stream there too, and make one call when nobody watches events.
     pub streaming: bool,
+    /// This agent, as a delegation chain names it (the URL of its card's
+    /// first interface): what [`Delegation::next`] adds for a call this
+    /// agent makes.
+    pub agent: Arc<str>,
+    /// The delegation context the request arrived with, already admitted
+    /// (no loop, within the hop limit, before the deadline); `None` at the
+    /// root of a chain. A call made for this task carries it on.
+    pub delegation: Option<Box<Delegation>>,
 }
 
 impl RequestContext {
     /// All text parts of the triggering message, joined by newlines.
     pub fn text(&self) -> String {
         self.message.text()
+    }
+
+    /// The context a call this agent makes for this task carries: the
+    /// chain so far with this agent and task added. Refused when the
+    /// callee would be past the hop limit.
+    pub fn delegation_for_call(&self) -> Result<Delegation, DelegationError> {
+        let base = self.delegation.as_deref().cloned().unwrap_or_default();
+        base.next(&self.agent, &self.task_id)
     }
 
     /// Whether this message continues an existing task.

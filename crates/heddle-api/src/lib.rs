@@ -34,11 +34,13 @@
 //! ```
 
 mod agent;
+pub mod delegation;
 mod events;
 mod ledger;
 mod store;
 
 pub use agent::{AgentError, AgentExecutor, Caller, RequestContext};
+pub use delegation::{DELEGATION_EXT, Delegation, DelegationError};
 pub use events::{EventError, IllegalTransition, TaskEvents, TaskSink};
 pub use ledger::{
     Account, Entry, LedgerStore, NewReservation, Reservation, Reserved, Settlement, valid_currency,

@@ -117,6 +117,31 @@ impl A2aClient {
         })
     }
 
+    /// This client with other options, on the same card, interface, HTTP
+    /// client and OAuth 2.0 tokens (a new transport, which the options
+    /// shape).
+    pub(crate) fn rebound(&self, opts: ClientOptions) -> Result<Self, ClientError> {
+        let target = Target {
+            card: &self.card,
+            interface: &self.interface,
+            version: self.version,
+            opts: &opts,
+            http: self.http.clone(),
+            oauth: self.oauth.clone(),
+        };
+        let transport = transport::connect(self.binding, target)?;
+        Ok(Self {
+            http: self.http.clone(),
+            card: self.card.clone(),
+            interface: self.interface.clone(),
+            binding: self.binding,
+            version: self.version,
+            opts,
+            transport,
+            oauth: self.oauth.clone(),
+        })
+    }
+
     /// The agent's card.
     pub fn card(&self) -> &v1::AgentCard {
         &self.card

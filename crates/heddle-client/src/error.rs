@@ -49,6 +49,10 @@ pub enum ClientError {
     /// (unverifiable, absent or invalid).
     #[error("agent card signature: {0}")]
     CardSignature(String),
+    /// The task this call worked for was canceled, so the call stopped
+    /// waiting (see [`crate::Delegate`]); the callee's task is canceled too.
+    #[error("the calling task was canceled")]
+    Canceled,
 }
 
 impl From<reqwest::Error> for ClientError {

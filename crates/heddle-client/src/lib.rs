@@ -36,6 +36,7 @@
 mod body;
 mod client;
 mod credentials;
+mod delegate;
 mod discovery;
 mod error;
 mod oauth;
@@ -50,8 +51,10 @@ pub mod webhook;
 pub use body::{DEFAULT_MAX_BODY_BYTES, read_limited};
 pub use client::{A2aClient, SendReply};
 pub use credentials::{Credentials, Secret};
+pub use delegate::Delegate;
 pub use discovery::{CardCache, choose_interface, fetch_card, fetch_card_verified};
 pub use error::ClientError;
+pub use heddle_api::{Delegation, delegation};
 pub use heddle_core::task::TaskAccumulator;
 /// Card signing and verification (keys, verdicts), for [`CardVerification`].
 pub use heddle_signing;

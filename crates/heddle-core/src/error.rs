@@ -72,6 +72,10 @@ pub enum ErrorCode {
     /// a2ahub form's -32001 is TaskNotFound on A2A endpoints. Its
     /// `ErrorInfo.metadata` holds `required`, `available` and `currency`.
     BudgetExceeded,
+    /// A delegated request the delegation context refuses (HTTP 400): the
+    /// agent is already in the chain, the hop limit is reached, or the
+    /// root's deadline has passed. Heddle's own JSON-RPC code.
+    DelegationRefused,
 }
 
 /// gRPC status codes (`google.rpc.Code`) used by the catalogue.
@@ -182,6 +186,7 @@ catalogue! {
     PermissionDenied, -32043, 403, PermissionDenied, "PERMISSION_DENIED", "Permission denied";
     Unavailable, -32053, 503, Unavailable, "UNAVAILABLE", "A service the server depends on is unavailable; retry later";
     BudgetExceeded, -32042, 402, FailedPrecondition, "BUDGET_EXCEEDED", "Budget exceeded";
+    DelegationRefused, -32044, 400, FailedPrecondition, "DELEGATION_REFUSED", "Delegation refused";
 }
 
 impl ErrorCode {
@@ -513,7 +518,7 @@ mod tests {
                 assert_ne!(a.reason, b.reason);
             }
         }
-        assert_eq!(CATALOGUE.len(), 19, "one row per ErrorCode variant");
+        assert_eq!(CATALOGUE.len(), 20, "one row per ErrorCode variant");
     }
 
     #[test]

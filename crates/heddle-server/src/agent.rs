@@ -10,5 +10,6 @@
 //! without the server, and re-exported here under their old paths.
 
 pub use heddle_api::{
-    AgentError, AgentExecutor, Caller, EventError, RequestContext, TaskEvents, TaskSink,
+    AgentError, AgentExecutor, Caller, DELEGATION_EXT, Delegation, DelegationError, EventError,
+    RequestContext, TaskEvents, TaskSink,
 };

@@ -162,6 +162,11 @@ struct Inner {
     rate: Option<AgentRate>,
     concurrency: Option<Concurrency>,
     gate: Option<gate::SharedGate>,
+    /// This agent as delegation chains name it: its card's first interface URL.
+    agent_url: Arc<str>,
+    /// Every interface URL of its card: a chain naming any is a loop.
+    agent_urls: Box<[String]>,
+    max_hops: u32,
 }
 
 /// A [`RequestHandler`] being put together (see [`RequestHandler::builder`]).
@@ -181,9 +186,18 @@ pub struct HandlerBuilder {
     rate: Option<AgentRate>,
     concurrency: Option<Concurrency>,
     gate: Option<gate::SharedGate>,
+    max_hops: u32,
 }
 
 impl HandlerBuilder {
+    /// The most agents a delegation chain through this agent may hold, it
+    /// included (default [`heddle_api::delegation::DEFAULT_MAX_HOPS`]): a
+    /// request whose own limit is larger is held to this one.
+    pub fn max_hops(mut self, hops: u32) -> Self {
+        self.max_hops = hops.clamp(1, heddle_api::delegation::MAX_HOPS_CAP);
+        self
+    }
+
     /// Holds callers to `limits` (request rate on the routes
     /// [`crate::AgentRoutes`] makes, running tasks here), shared with the
     /// other agents given the same (default: none).
@@ -274,6 +288,18 @@ impl HandlerBuilder {
         });
         let mut live = LiveTasks::default();
         live.push = self.push.clone();
+        let agent_url: Arc<str> = self
+            .card
+            .supported_interfaces
+            .first()
+            .map_or("", |i| i.url.as_str())
+            .into();
+        let agent_urls = self
+            .card
+            .supported_interfaces
+            .iter()
+            .map(|i| i.url.clone())
+            .collect();
         RequestHandler {
             inner: Arc::new(Inner {
                 agent_id: self.agent_id,
@@ -291,6 +317,9 @@ impl HandlerBuilder {
                 rate: self.rate,
                 concurrency: self.concurrency,
                 gate: self.gate,
+                agent_url,
+                agent_urls,
+                max_hops: self.max_hops,
             }),
         }
     }
@@ -374,6 +403,7 @@ impl RequestHandler {
             rate: None,
             concurrency: None,
             gate: None,
+            max_hops: heddle_api::delegation::DEFAULT_MAX_HOPS,
         }
     }
 

@@ -79,7 +79,9 @@ mod sse;
 #[cfg(feature = "tls")]
 pub mod tls;
 
-pub use agent::{AgentError, AgentExecutor, Caller, RequestContext};
+pub use agent::{
+    AgentError, AgentExecutor, Caller, DELEGATION_EXT, Delegation, DelegationError, RequestContext,
+};
 pub use binding::{Binding, refusal, refusal_parts};
 pub use events::{EventError, TaskEvents};
 pub use handler::{

@@ -70,6 +70,8 @@ impl RequestHandler {
                 protocol_version: ProtocolVersion::V1_0,
                 cancel: live.cancel.clone(),
                 streaming: false,
+                agent: self.inner.agent_url.clone(),
+                delegation: None,
             };
             let grace = self.inner.limits.cancel_grace;
             if let Err(e) =

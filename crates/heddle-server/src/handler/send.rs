@@ -25,7 +25,55 @@ use crate::{
     live::{Attached, LiveTask},
 };
 
+/// Runs `run` until the delegation chain's deadline `at`; past it, the
+/// agent is dropped, its cancel token fires (so the calls it made for the
+/// task are canceled too) and the task fails with the reason.
+async fn run_until<F>(
+    at: Timestamp,
+    run: F,
+    live: &LiveTask,
+) -> Result<Result<(), crate::agent::AgentError>, Box<dyn std::any::Any + Send>>
+where
+    F: std::future::Future<
+            Output = Result<Result<(), crate::agent::AgentError>, Box<dyn std::any::Any + Send>>,
+        >,
+{
+    let left = at.as_millis().saturating_sub(Timestamp::now().as_millis());
+    let left = std::time::Duration::from_millis(u64::try_from(left).unwrap_or(0));
+    match tokio::time::timeout(left, run).await {
+        Ok(result) => result,
+        Err(_) => {
+            live.cancel.cancel();
+            Ok(Err(crate::agent::AgentError::new(format!(
+                "the delegation chain's deadline ({at}) passed and the task was stopped"
+            ))))
+        }
+    }
+}
+
 impl RequestHandler {
+    /// The delegation context a message arrives with (in its metadata, or
+    /// the request's), held to this agent's hop limit and checked: no
+    /// loop, within the limit, before the deadline. Most messages carry
+    /// none, which costs two lookups.
+    fn admit_delegation(
+        &self,
+        message: &v1::Message,
+        request: Option<&heddle_core::wkt::Struct>,
+    ) -> Result<Option<Box<heddle_api::Delegation>>, A2aError> {
+        use heddle_api::Delegation;
+        let found = match Delegation::from_metadata(message.metadata.as_ref())? {
+            Some(d) => Some(d),
+            None => Delegation::from_metadata(request)?,
+        };
+        let Some(mut d) = found else {
+            return Ok(None);
+        };
+        d.max_hops = d.max_hops.min(self.inner.max_hops);
+        d.admit(&self.inner.agent_urls, Timestamp::now())?;
+        Ok(Some(Box::new(d)))
+    }
+
     pub(super) async fn send(
         &self,
         cx: CallContext,
@@ -36,6 +84,7 @@ impl RequestHandler {
             return Err(A2aError::invalid_field("message", "is required"));
         };
         self.check_message(&message)?;
+        let delegation = self.admit_delegation(&message, req.metadata.as_ref())?;
         let config = req.configuration.clone().unwrap_or_default();
         let permit = if stream {
             Some(self.stream_permit(&cx)?)
@@ -124,6 +173,8 @@ impl RequestHandler {
             protocol_version: cx.version,
             cancel: live.cancel.clone(),
             streaming: stream,
+            agent: self.inner.agent_url.clone(),
+            delegation,
         });
         self.spawn_execution(live.clone(), ctx, running, admission, pass)
             .await;
@@ -333,8 +384,13 @@ impl RequestHandler {
             if let Some(p) = pass.as_mut() {
                 p.started();
             }
-            let execution = executor.execute(unbox(ctx), events.clone());
-            let result = AssertUnwindSafe(execution).catch_unwind().await;
+            let deadline = ctx.delegation.as_ref().and_then(|d| d.deadline);
+            let execution = AssertUnwindSafe(executor.execute(unbox(ctx), events.clone()));
+            let result = match deadline {
+                None => execution.catch_unwind().await,
+                // Boxed: the timer stays out of the state of every run without one.
+                Some(at) => Box::pin(run_until(at, execution.catch_unwind(), &live)).await,
+            };
             let error = match result {
                 Ok(Ok(())) => None,
                 Ok(Err(e)) => Some(e.0),

@@ -1,0 +1,379 @@
+//! The delegation context: what a task handed on by another agent carries
+//! with it, so that a chain of agents stays bounded and stoppable.
+//!
+//! When an agent's executor calls another agent for the task it runs, the
+//! call carries, in the message metadata under [`DELEGATION_EXT`], the chain
+//! of agents and tasks that led to it (root first), the hop limit, the
+//! root's deadline and the root's remaining budget. The fields follow the
+//! upstream proposals, none merged yet: an actor chain (A2A issue #2028), a
+//! budget passed down with the cost rolled up (#2121), and trace context
+//! carried beside it in W3C `traceparent` (#2103).
+//!
+//! An agent that does not know the extension sees an ordinary request; one
+//! that relays the message's metadata keeps the chain intact.
+//!
+//! ```json
+//! "metadata": { "https://heddle.dev/extensions/delegation/v1": {
+//!   "chain": [{ "agent": "https://hub.example/api/v1/agents/research", "taskId": "t-1" }],
+//!   "maxHops": 3,
+//!   "deadline": "2026-12-03T18:00:00Z",
+//!   "budget": { "remaining": { "amount": "0.40", "currency": "USD" } }
+//! } }
+//! ```
+
+use heddle_core::wkt::{Struct, Timestamp};
+use serde_json::{Map, Value, json};
+
+/// The extension's URI: the metadata key and the `A2A-Extensions` value.
+pub const DELEGATION_EXT: &str = "https://heddle.dev/extensions/delegation/v1";
+
+/// The hop limit when neither the caller nor the server names one.
+pub const DEFAULT_MAX_HOPS: u32 = 8;
+
+/// The most hops any chain may declare: a chain's length is bounded by it,
+/// so a caller cannot make every hop carry an unbounded list.
+pub const MAX_HOPS_CAP: u32 = 64;
+
+/// Longest agent name or task id in a chain entry, in bytes.
+const MAX_ID_LEN: usize = 2048;
+
+/// One agent the request came through, and the task it runs there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hop {
+    /// The agent, by the URL of its card's first interface.
+    pub agent: String,
+    /// The task it runs, which this request works for.
+    pub task_id: String,
+}
+
+/// An amount of money, in the AP2 form (a decimal string and an ISO 4217 code).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Amount {
+    /// A decimal number, e.g. `"0.40"`.
+    pub amount: String,
+    /// The currency, e.g. `"USD"`.
+    pub currency: String,
+}
+
+/// A request's delegation context (see the module documentation).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delegation {
+    /// The agents and tasks before this one, root first; empty at the root.
+    pub chain: Vec<Hop>,
+    /// How many agents the chain may hold, this one included.
+    pub max_hops: u32,
+    /// When the root's caller stops waiting: a task still running then is
+    /// stopped and fails.
+    pub deadline: Option<Timestamp>,
+    /// What the root may still spend, for information: the hub's ledger
+    /// decides what is charged.
+    pub budget: Option<Amount>,
+}
+
+impl Default for Delegation {
+    fn default() -> Self {
+        Self::root(DEFAULT_MAX_HOPS)
+    }
+}
+
+/// Why a request's delegation context was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DelegationError {
+    /// The metadata under [`DELEGATION_EXT`] is not a valid context.
+    #[error("the delegation context is malformed: {0}")]
+    Malformed(String),
+    /// This agent is already in the chain.
+    #[error("delegation loop: {0} is already in the chain")]
+    Loop(String),
+    /// One more hop would pass the limit.
+    #[error("the hop limit of {0} is reached")]
+    HopLimit(u32),
+    /// The root's deadline has passed.
+    #[error("the root's deadline ({0}) has passed")]
+    DeadlinePassed(Timestamp),
+}
+
+impl From<DelegationError> for heddle_core::A2aError {
+    /// A malformed context is the caller's bad params; the rest are
+    /// [`heddle_core::ErrorCode::DelegationRefused`], with the rule broken
+    /// in the error's metadata (`rule`: loop, hopLimit, deadline).
+    fn from(e: DelegationError) -> Self {
+        use heddle_core::{A2aError, ErrorCode};
+        let rule = match &e {
+            DelegationError::Malformed(_) => {
+                return A2aError::new(ErrorCode::InvalidParams, e.to_string());
+            }
+            DelegationError::Loop(_) => "loop",
+            DelegationError::HopLimit(_) => "hopLimit",
+            DelegationError::DeadlinePassed(_) => "deadline",
+        };
+        A2aError::new(ErrorCode::DelegationRefused, e.to_string()).with_meta("rule", rule)
+    }
+}
+
+impl Delegation {
+    /// A context that starts a chain, with room for `max_hops` agents.
+    pub fn root(max_hops: u32) -> Self {
+        Self {
+            chain: Vec::new(),
+            max_hops: max_hops.clamp(1, MAX_HOPS_CAP),
+            deadline: None,
+            budget: None,
+        }
+    }
+
+    /// The root's deadline, set before the first call.
+    #[must_use]
+    pub fn with_deadline(mut self, at: Timestamp) -> Self {
+        self.deadline = Some(at);
+        self
+    }
+
+    /// This agent's place in the chain: 1 at the root.
+    pub fn hop(&self) -> usize {
+        self.chain.len() + 1
+    }
+
+    /// The context of a request that arrives with `metadata`, if it
+    /// carries one. Malformed contexts are refused rather than ignored, so
+    /// that a broken relay is noticed instead of silently lifting the limits.
+    pub fn from_metadata(metadata: Option<&Struct>) -> Result<Option<Self>, DelegationError> {
+        let Some(value) = metadata.and_then(|m| m.0.get(DELEGATION_EXT)) else {
+            return Ok(None);
+        };
+        Self::from_value(value).map(Some)
+    }
+
+    fn from_value(value: &Value) -> Result<Self, DelegationError> {
+        let bad = |why: &str| DelegationError::Malformed(why.to_owned());
+        let obj = value.as_object().ok_or_else(|| bad("not an object"))?;
+        let max_hops = match obj.get("maxHops") {
+            None | Some(Value::Null) => DEFAULT_MAX_HOPS,
+            Some(v) => v
+                .as_u64()
+                .filter(|n| (1..=u64::from(MAX_HOPS_CAP)).contains(n))
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| bad("maxHops must be an integer from 1 to 64"))?,
+        };
+        let chain = match obj.get("chain") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(hops)) => {
+                if hops.len() > MAX_HOPS_CAP as usize {
+                    return Err(bad("the chain is longer than any hop limit"));
+                }
+                hops.iter().map(hop_from).collect::<Result<_, _>>()?
+            }
+            Some(_) => return Err(bad("chain must be an array")),
+        };
+        let deadline = match obj.get("deadline") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(
+                s.parse::<Timestamp>()
+                    .map_err(|_| bad("deadline must be an RFC 3339 time"))?,
+            ),
+            Some(_) => return Err(bad("deadline must be an RFC 3339 time")),
+        };
+        let budget = match obj.get("budget").and_then(|b| b.get("remaining")) {
+            None | Some(Value::Null) => None,
+            Some(r) => Some(amount_from(r).ok_or_else(|| {
+                bad("budget.remaining must be {amount: decimal string, currency}")
+            })?),
+        };
+        Ok(Self {
+            chain,
+            max_hops,
+            deadline,
+            budget,
+        })
+    }
+
+    /// Whether this agent, known by any of the names in `me` (the URLs of
+    /// its interfaces), may take the request now: not already in the chain,
+    /// within the hop limit, before the deadline.
+    pub fn admit(&self, me: &[String], now: Timestamp) -> Result<(), DelegationError> {
+        if let Some(h) = self.chain.iter().find(|h| me.contains(&h.agent)) {
+            return Err(DelegationError::Loop(h.agent.clone()));
+        }
+        if self.hop() > self.max_hops as usize {
+            return Err(DelegationError::HopLimit(self.max_hops));
+        }
+        match self.deadline {
+            Some(d) if d <= now => Err(DelegationError::DeadlinePassed(d)),
+            _ => Ok(()),
+        }
+    }
+
+    /// The context a call made for task `task_id` of `agent` carries: this
+    /// chain with that hop added. Refused here when the callee would be past
+    /// the limit, so the call is not made at all.
+    pub fn next(&self, agent: &str, task_id: &str) -> Result<Self, DelegationError> {
+        let mut next = self.clone();
+        next.chain.push(Hop {
+            agent: agent.to_owned(),
+            task_id: task_id.to_owned(),
+        });
+        if next.hop() > next.max_hops as usize {
+            return Err(DelegationError::HopLimit(next.max_hops));
+        }
+        Ok(next)
+    }
+
+    /// The metadata value (put under [`DELEGATION_EXT`]).
+    pub fn to_value(&self) -> Value {
+        let mut obj = Map::new();
+        let chain: Vec<Value> = self
+            .chain
+            .iter()
+            .map(|h| json!({ "agent": h.agent, "taskId": h.task_id }))
+            .collect();
+        obj.insert("chain".into(), Value::Array(chain));
+        obj.insert("maxHops".into(), self.max_hops.into());
+        if let Some(d) = self.deadline {
+            obj.insert("deadline".into(), d.to_string().into());
+        }
+        if let Some(b) = &self.budget {
+            obj.insert(
+                "budget".into(),
+                json!({ "remaining": { "amount": b.amount, "currency": b.currency } }),
+            );
+        }
+        Value::Object(obj)
+    }
+
+    /// Puts this context in `metadata` under [`DELEGATION_EXT`], replacing
+    /// any there.
+    pub fn put_into(&self, metadata: &mut Option<Struct>) {
+        metadata
+            .get_or_insert_with(Struct::default)
+            .0
+            .insert(DELEGATION_EXT.to_owned(), self.to_value());
+    }
+}
+
+fn hop_from(v: &Value) -> Result<Hop, DelegationError> {
+    let field = |name: &str| {
+        v.get(name)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty() && s.len() <= MAX_ID_LEN)
+            .map(str::to_owned)
+    };
+    match (field("agent"), field("taskId")) {
+        (Some(agent), Some(task_id)) => Ok(Hop { agent, task_id }),
+        _ => Err(DelegationError::Malformed(
+            "each hop needs an agent and a taskId (non-empty strings)".to_owned(),
+        )),
+    }
+}
+
+fn amount_from(v: &Value) -> Option<Amount> {
+    let amount = v.get("amount").and_then(Value::as_str)?;
+    let currency = v.get("currency").and_then(Value::as_str)?;
+    let decimal = !amount.is_empty()
+        && amount.len() <= 40
+        && amount.bytes().filter(|b| *b == b'.').count() <= 1
+        && amount.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+    let code = currency.len() == 3 && currency.bytes().all(|b| b.is_ascii_uppercase());
+    (decimal && code).then(|| Amount {
+        amount: amount.to_owned(),
+        currency: currency.to_owned(),
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a test should fail loudly
+mod tests {
+    use super::*;
+
+    fn meta(v: Value) -> Struct {
+        let mut m = Map::new();
+        m.insert(DELEGATION_EXT.to_owned(), v);
+        Struct(m)
+    }
+
+    #[test]
+    fn absent_context_is_none() {
+        assert_eq!(Delegation::from_metadata(None), Ok(None));
+        assert_eq!(
+            Delegation::from_metadata(Some(&Struct::default())),
+            Ok(None)
+        );
+    }
+
+    #[test]
+    fn context_round_trips_through_metadata() {
+        let d = Delegation::root(3)
+            .with_deadline(Timestamp::from_millis(1_800_000_000_000))
+            .next("https://a.example/", "t-1")
+            .unwrap();
+        let d = Delegation {
+            budget: Some(Amount {
+                amount: "0.40".into(),
+                currency: "USD".into(),
+            }),
+            ..d
+        };
+        let mut m = None;
+        d.put_into(&mut m);
+        assert_eq!(Delegation::from_metadata(m.as_ref()), Ok(Some(d)));
+    }
+
+    #[test]
+    fn hop_limit_counts_the_agents_in_the_chain() {
+        let root = Delegation::root(2);
+        assert_eq!(root.hop(), 1);
+        let second = root.next("a", "t1").unwrap();
+        assert_eq!(second.admit(&["b".into()], Timestamp::now()), Ok(()));
+        assert_eq!(second.next("b", "t2"), Err(DelegationError::HopLimit(2)));
+        // A caller that skips the local check is refused by the callee.
+        let mut third = second.clone();
+        third.chain.push(Hop {
+            agent: "b".into(),
+            task_id: "t2".into(),
+        });
+        assert_eq!(
+            third.admit(&["c".into()], Timestamp::now()),
+            Err(DelegationError::HopLimit(2))
+        );
+    }
+
+    #[test]
+    fn an_agent_already_in_the_chain_is_a_loop() {
+        let d = Delegation::root(8).next("a", "t1").unwrap();
+        assert_eq!(
+            d.admit(&["z".into(), "a".into()], Timestamp::now()),
+            Err(DelegationError::Loop("a".into()))
+        );
+    }
+
+    #[test]
+    fn a_passed_deadline_is_refused() {
+        let d = Delegation::root(8).with_deadline(Timestamp::from_millis(1_000));
+        assert!(matches!(
+            d.admit(&[], Timestamp::now()),
+            Err(DelegationError::DeadlinePassed(_))
+        ));
+    }
+
+    #[test]
+    fn malformed_contexts_are_refused_with_why() {
+        for bad in [
+            json!("x"),
+            json!({"maxHops": 0}),
+            json!({"maxHops": 65}),
+            json!({"maxHops": -1}),
+            json!({"chain": {}}),
+            json!({"chain": [{"agent": "a"}]}),
+            json!({"chain": [{"agent": "", "taskId": "t"}]}),
+            json!({"deadline": "tomorrow"}),
+            json!({"budget": {"remaining": {"amount": 5, "currency": "USD"}}}),
+            json!({"budget": {"remaining": {"amount": "1e9", "currency": "USD"}}}),
+            json!({"chain": vec![json!({"agent": "a", "taskId": "t"}); 65]}),
+        ] {
+            let got = Delegation::from_metadata(Some(&meta(bad.clone())));
+            assert!(
+                matches!(got, Err(DelegationError::Malformed(_))),
+                "{bad}: {got:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! [`Delegate`]: calls an agent makes to other agents for the task it runs.
+//!
+//! An executor that hands part of its work on gets a [`Delegate`] from its
+//! client and its [`RequestContext`] ([`A2aClient::delegate`]). Each call
+//! then carries the delegation context ([`heddle_api::delegation`]) in the
+//! message metadata and activates the extension in `A2A-Extensions`, so the
+//! callee knows the chain, the hop limit, the deadline and the budget. And
+//! the task the call makes is tied to the caller's: when the caller's task is
+//! canceled (or passes its deadline), the callee's task is canceled too,
+//! which in a Heddle callee cancels what it delegated in turn.
+//!
+//! ```no_run
+//! # use heddle_client::{A2aClient, ClientOptions};
+//! # use heddle_api::{AgentError, RequestContext, TaskEvents};
+//! # async fn run(ctx: RequestContext, events: TaskEvents, writer: A2aClient) -> Result<(), AgentError> {
+//! let writer = writer.delegate(&ctx).map_err(|e| AgentError::new(e.to_string()))?;
+//! let draft = writer.send_text("a draft on: tides").await;
+//! # Ok(()) }
+//! ```
+
+use std::sync::Arc;
+
+use futures::StreamExt as _;
+use heddle_api::{Delegation, RequestContext, delegation::DELEGATION_EXT};
+use heddle_core::{
+    A2aError,
+    v1::{self, stream_response::Payload},
+    wkt::Timestamp,
+};
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use heddle_core::version::EXTENSIONS_HEADER;
+
+use crate::{A2aClient, ClientError, EventStream, SendReply};
+
+/// A client whose calls work for one task of the calling agent (see the
+/// module documentation).
+#[derive(Clone)]
+pub struct Delegate {
+    client: A2aClient,
+    context: Delegation,
+    /// The calling task's cancel token.
+    parent: CancellationToken,
+    /// Fires when the last clone is dropped: the watchers of callee tasks
+    /// stop then, as the calling agent has stopped waiting for them.
+    alive: CancellationToken,
+    _guard: Arc<DropGuard>,
+}
+
+impl std::fmt::Debug for Delegate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Delegate")
+            .field("client", &self.client)
+            .field("context", &self.context)
+            .finish_non_exhaustive()
+    }
+}
+
+impl A2aClient {
+    /// This client, for calls made for the task `ctx` runs. Refused (with
+    /// the callee's error, [`heddle_core::ErrorCode::DelegationRefused`])
+    /// when the callee would be past the hop limit or the deadline has
+    /// passed: no call is made then.
+    pub fn delegate(&self, ctx: &RequestContext) -> Result<Delegate, ClientError> {
+        let context = ctx.delegation_for_call().map_err(A2aError::from)?;
+        let mut opts = self.opts.clone();
+        if let Some(at) = context.deadline {
+            let left = at.as_millis().saturating_sub(Timestamp::now().as_millis());
+            if left <= 0 {
+                return Err(A2aError::from(heddle_api::DelegationError::DeadlinePassed(at)).into());
+            }
+            let left = std::time::Duration::from_millis(u64::try_from(left).unwrap_or(0));
+            opts.timeout = opts.timeout.min(left);
+        }
+        activate(&mut opts.headers, DELEGATION_EXT);
+        let client = self.rebound(opts)?;
+        let alive = CancellationToken::new();
+        Ok(Delegate {
+            client,
+            context,
+            parent: ctx.cancel.clone(),
+            _guard: Arc::new(alive.clone().drop_guard()),
+            alive,
+        })
+    }
+}
+
+/// Adds `uri` to the `A2A-Extensions` header in `headers` (one header,
+/// comma-separated), unless it is there.
+fn activate(headers: &mut Vec<(String, String)>, uri: &str) {
+    let existing = headers
+        .iter_mut()
+        .find(|(k, _)| k.eq_ignore_ascii_case(EXTENSIONS_HEADER));
+    match existing {
+        Some((_, v)) if v.split(',').any(|u| u.trim() == uri) => {}
+        Some((_, v)) => {
+            v.push_str(", ");
+            v.push_str(uri);
+        }
+        None => headers.push((EXTENSIONS_HEADER.to_owned(), uri.to_owned())),
+    }
+}
+
+impl Delegate {
+    /// The client the calls go through (with the extension activated and
+    /// the deadline as its timeout), for the other operations.
+    pub fn client(&self) -> &A2aClient {
+        &self.client
+    }
+
+    /// The context each call carries.
+    pub fn context(&self) -> &Delegation {
+        &self.context
+    }
+
+    /// Sends one text message and waits for the answer.
+    pub async fn send_text(&self, text: &str) -> Result<SendReply, ClientError> {
+        let req = v1::SendMessageRequest {
+            message: Some(A2aClient::user_message(vec![v1::Part::text(text)])),
+            ..Default::default()
+        };
+        self.send(req).await
+    }
+
+    /// SendMessage, answered when the callee's task is finished or needs
+    /// input (as a blocking send is). The send asks to return at once, so
+    /// the task is known, and tied to the caller's, while it runs; it is
+    /// then followed ([`A2aClient::wait`]). A callee that blocks anyway
+    /// still answers, but cannot be canceled before it does.
+    ///
+    /// The send itself runs on a task of its own: a caller canceled (and
+    /// dropped) while the send is in flight still learns the callee's task,
+    /// and cancels it.
+    pub async fn send(&self, mut req: v1::SendMessageRequest) -> Result<SendReply, ClientError> {
+        self.carry(&mut req);
+        req.configuration
+            .get_or_insert_with(Default::default)
+            .return_immediately = true;
+        let me = self.clone();
+        let sent = tokio::spawn(async move {
+            let reply = me.client.send(req).await?;
+            if let SendReply::Task(t) = &reply {
+                me.watch(&t.id);
+            }
+            Ok::<_, ClientError>(reply)
+        });
+        let reply = sent.await.map_err(|_| ClientError::Canceled)??;
+        let SendReply::Task(task) = reply else {
+            return Ok(reply);
+        };
+        if self.parent.is_cancelled() {
+            return Err(ClientError::Canceled);
+        }
+        tokio::select! {
+            waited = self.client.wait(task) => waited.map(SendReply::Task),
+            // The caller's task was canceled: the watcher cancels the
+            // callee's; stop waiting for it.
+            () = self.parent.cancelled() => Err(ClientError::Canceled),
+        }
+    }
+
+    /// SendStreamingMessage. The callee's task is tied to the caller's as
+    /// soon as the stream names it. The stream is read on a task of its
+    /// own, so that happens even when the caller is canceled (and drops the
+    /// stream) before the first event; once the task is known, dropping
+    /// the stream ends that reading.
+    pub async fn send_streaming(
+        &self,
+        mut req: v1::SendMessageRequest,
+    ) -> Result<EventStream, ClientError> {
+        self.carry(&mut req);
+        let mut events = self.client.send_streaming(req).await?;
+        let (tx, rx) = tokio::sync::mpsc::channel(16);
+        let me = self.clone();
+        tokio::spawn(async move {
+            let mut watched = false;
+            while let Some(event) = events.next().await {
+                if !watched
+                    && let Ok(e) = &event
+                    && let Some(id) = task_of(e)
+                {
+                    watched = true;
+                    me.watch(id);
+                }
+                if tx.send(event).await.is_err() && watched {
+                    return;
+                }
+            }
+        });
+        Ok(Box::pin(futures::stream::unfold(rx, |mut rx| async move {
+            rx.recv().await.map(|event| (event, rx))
+        })))
+    }
+
+    /// Puts the context in the message's metadata.
+    fn carry(&self, req: &mut v1::SendMessageRequest) {
+        if let Some(m) = req.message.as_mut() {
+            self.context.put_into(&mut m.metadata);
+        }
+    }
+
+    /// Cancels the callee's task `id` when the caller's is canceled, until
+    /// the caller drops this delegate.
+    fn watch(&self, id: &str) {
+        if id.is_empty() {
+            return;
+        }
+        let (client, parent, alive, id) = (
+            self.client.clone(),
+            self.parent.clone(),
+            self.alive.clone(),
+            id.to_owned(),
+        );
+        tokio::spawn(async move {
+            tokio::select! {
+                biased;
+                () = parent.cancelled() => {
+                    if let Err(e) = client.cancel_task(&id).await {
+                        tracing::debug!(task = %id, error = %e, "canceling a delegated task failed");
+                    }
+                }
+                () = alive.cancelled() => {}
+            }
+        });
+    }
+}
+
+/// The task a stream event names.
+fn task_of(e: &v1::StreamResponse) -> Option<&str> {
+    let id = match e.payload.as_ref()? {
+        Payload::Task(t) => &t.id,
+        Payload::StatusUpdate(u) => &u.task_id,
+        Payload::ArtifactUpdate(u) => &u.task_id,
+        Payload::Message(m) => &m.task_id,
+    };
+    (!id.is_empty()).then_some(id.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::activate;
+
+    #[test]
+    fn the_extension_joins_an_existing_header_once() {
+        let mut h = vec![("a2a-extensions".to_owned(), "urn:x".to_owned())];
+        activate(&mut h, "urn:y");
+        activate(&mut h, "urn:y");
+        assert_eq!(h, vec![("a2a-extensions".into(), "urn:x, urn:y".into())]);
+        let mut h = Vec::new();
+        activate(&mut h, "urn:y");
+        assert_eq!(h, vec![("A2A-Extensions".into(), "urn:y".into())]);
+    }
+}

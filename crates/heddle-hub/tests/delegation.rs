@@ -1,0 +1,446 @@
+//! Multi-hop delegation through the hub, on real listeners: agents that hand
+//! their task on with [`A2aClient::delegate`], over mixed bindings and
+//! versions (the root over JSON-RPC v0.3, the second hop over gRPC v1.0,
+//! the third over REST v1.0). The chain reaches the last agent; a cancel at
+//! the root, the hop limit and the root's deadline reach every hop.
+
+use std::{
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use heddle_client::{A2aClient, Binding, ClientError, ClientOptions, Delegation, SendReply};
+use heddle_core::{ProtocolVersion, v1, wkt::Timestamp};
+use heddle_hub::AgentProfile;
+use heddle_server::{AgentError, AgentExecutor, DELEGATION_EXT, RequestContext, TaskEvents};
+use heddle_store::MemoryStore;
+use serde_json::json;
+
+/// No step of a test may take longer.
+const STEP: Duration = Duration::from_secs(20);
+
+/// What the agents saw: each task they ran, with the chain it arrived with.
+#[derive(Default)]
+struct Seen {
+    tasks: Mutex<Vec<Ran>>,
+}
+
+#[derive(Clone, Debug)]
+struct Ran {
+    agent: &'static str,
+    task_id: String,
+    /// The agents of the chain the request arrived with, root first.
+    chain: Vec<String>,
+    max_hops: u32,
+    /// This agent, as the next hop names it.
+    me: String,
+}
+
+impl Seen {
+    fn record(&self, agent: &'static str, ctx: &RequestContext) {
+        let d = ctx.delegation.as_deref().cloned().unwrap_or_default();
+        lock(&self.tasks).push(Ran {
+            agent,
+            task_id: ctx.task_id.clone(),
+            chain: d.chain.iter().map(|h| h.agent.clone()).collect(),
+            max_hops: d.max_hops,
+            me: ctx.agent.to_string(),
+        });
+    }
+
+    fn of(&self, agent: &str) -> Option<Ran> {
+        lock(&self.tasks).iter().find(|r| r.agent == agent).cloned()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Hands its message on to the agent at `next`, over `binding` in
+/// `version`, and completes with what that agent answered.
+struct Relay {
+    name: &'static str,
+    next: Arc<Mutex<String>>,
+    binding: Binding,
+    version: ProtocolVersion,
+    seen: Arc<Seen>,
+}
+
+#[async_trait::async_trait]
+impl AgentExecutor for Relay {
+    async fn execute(&self, ctx: RequestContext, events: TaskEvents) -> Result<(), AgentError> {
+        self.seen.record(self.name, &ctx);
+        events.working(Some("handing the work on")).await?;
+        let next = lock(&self.next).clone();
+        let client = A2aClient::discover(&next, options(self.binding, self.version))
+            .await
+            .map_err(|e| AgentError::new(format!("discovering the next agent: {e}")))?;
+        let next = client
+            .delegate(&ctx)
+            .map_err(|e| AgentError::new(format!("the next hop is refused: {e}")))?;
+        match next.send_text(&ctx.text()).await {
+            Ok(SendReply::Task(t)) if state(&t) == v1::TaskState::Completed => {
+                events.artifact_text("relayed", text_of(&t)).await?;
+                events.complete(None).await?;
+                Ok(())
+            }
+            Ok(SendReply::Task(t)) => Err(AgentError::new(format!(
+                "the next agent's task ended {:?}: {}",
+                state(&t),
+                reason(&t)
+            ))),
+            Ok(SendReply::Message(m)) => {
+                events.artifact_text("relayed", m.text()).await?;
+                events.complete(None).await?;
+                Ok(())
+            }
+            // Our own task is being canceled; the server ends it.
+            Err(ClientError::Canceled) => Ok(()),
+            Err(e) => Err(AgentError::new(format!("the next agent failed: {e}"))),
+        }
+    }
+}
+
+/// The last hop: holds its task until canceled (or for a long time).
+struct Hold {
+    seen: Arc<Seen>,
+}
+
+#[async_trait::async_trait]
+impl AgentExecutor for Hold {
+    async fn execute(&self, ctx: RequestContext, events: TaskEvents) -> Result<(), AgentError> {
+        self.seen.record("hop3", &ctx);
+        events.working(Some("holding")).await?;
+        if ctx.text() == "quick" {
+            events
+                .artifact_text("answer", "done at the third hop")
+                .await?;
+            events.complete(None).await?;
+            return Ok(());
+        }
+        tokio::select! {
+            () = ctx.cancel.cancelled() => {}
+            () = tokio::time::sleep(Duration::from_secs(60)) => events.complete(None).await?,
+        }
+        Ok(())
+    }
+}
+
+fn options(binding: Binding, version: ProtocolVersion) -> ClientOptions {
+    ClientOptions {
+        bindings: vec![binding],
+        version: Some(version),
+        retries: 0,
+        ..ClientOptions::default()
+    }
+}
+
+fn state(t: &v1::Task) -> v1::TaskState {
+    t.status
+        .as_ref()
+        .map_or(v1::TaskState::Unspecified, v1::TaskStatus::state)
+}
+
+fn reason(t: &v1::Task) -> String {
+    t.status
+        .as_ref()
+        .and_then(|s| s.message.as_ref())
+        .map(v1::Message::text)
+        .unwrap_or_default()
+}
+
+fn text_of(t: &v1::Task) -> String {
+    t.artifacts
+        .iter()
+        .flat_map(|a| a.parts.iter())
+        .filter_map(|p| match &p.content {
+            Some(v1::part::Content::Text(s)) => Some(s.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A hub serving hop1 → hop2 (gRPC v1.0) → hop3 (REST v1.0); returns its
+/// HTTP base.
+async fn hub(seen: &Arc<Seen>) -> String {
+    let http = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let grpc = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", http.local_addr().expect("addr"));
+    let grpc_addr = grpc.local_addr().expect("addr").to_string();
+    let relay = |name, next: &str, binding, version| Relay {
+        name,
+        next: Arc::new(Mutex::new(format!("{base}/api/v1/agents/{next}"))),
+        binding,
+        version,
+        seen: seen.clone(),
+    };
+    let profile = |id: &str| AgentProfile::new(id, id, "a hop of a chain", &["test"]);
+    let hub = heddle_hub::Hub::builder(base.clone(), Arc::new(MemoryStore::default()))
+        .grpc_url(grpc_addr)
+        .agent(
+            "hop1",
+            profile("hop1"),
+            Arc::new(relay("hop1", "hop2", Binding::Grpc, ProtocolVersion::V1_0)),
+        )
+        .agent(
+            "hop2",
+            profile("hop2"),
+            Arc::new(relay("hop2", "hop3", Binding::Rest, ProtocolVersion::V1_0)),
+        )
+        .agent(
+            "hop3",
+            profile("hop3"),
+            Arc::new(Hold { seen: seen.clone() }),
+        )
+        .build()
+        .await;
+    let grpc_app = hub.grpc_app().expect("gRPC");
+    let router = hub.router();
+    tokio::spawn(async move { axum::serve(http, router).await });
+    tokio::spawn(async move { axum::serve(grpc, grpc_app).await });
+    base
+}
+
+async fn client(base: &str, id: &str, binding: Binding, version: ProtocolVersion) -> A2aClient {
+    A2aClient::discover(
+        &format!("{base}/api/v1/agents/{id}"),
+        options(binding, version),
+    )
+    .await
+    .expect("discover")
+}
+
+/// A request for `text`, carrying `delegation` when given, returning at once.
+fn request(
+    text: &str,
+    delegation: Option<serde_json::Value>,
+    wait: bool,
+) -> v1::SendMessageRequest {
+    let mut message = A2aClient::user_message(vec![v1::Part::text(text)]);
+    if let Some(d) = delegation {
+        let mut m = serde_json::Map::new();
+        m.insert(DELEGATION_EXT.to_owned(), d);
+        message.metadata = Some(heddle_core::wkt::Struct(m));
+    }
+    v1::SendMessageRequest {
+        message: Some(message),
+        configuration: Some(v1::SendMessageConfiguration {
+            return_immediately: !wait,
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn task_of(reply: SendReply) -> v1::Task {
+    match reply {
+        SendReply::Task(t) => t,
+        SendReply::Message(m) => panic!("expected a task, got a message: {}", m.text()),
+    }
+}
+
+/// Waits until `agent` has run a task.
+async fn ran(seen: &Seen, agent: &str) -> Ran {
+    let start = Instant::now();
+    loop {
+        if let Some(r) = seen.of(agent) {
+            return r;
+        }
+        assert!(start.elapsed() < STEP, "{agent} never ran");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Waits until task `id` of `c`'s agent is in `want`; returns when.
+async fn until_state(c: &A2aClient, id: &str, want: v1::TaskState) -> Instant {
+    let start = Instant::now();
+    loop {
+        let t = c.get_task(id, None).await.expect("get task");
+        if state(&t) == want {
+            return Instant::now();
+        }
+        assert!(
+            start.elapsed() < STEP,
+            "task {id} stayed {:?}, not {want:?}: {}",
+            state(&t),
+            reason(&t)
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_chain_over_three_bindings_carries_its_context_and_completes() {
+    let seen = Arc::new(Seen::default());
+    let base = hub(&seen).await;
+    let root = client(&base, "hop1", Binding::JsonRpc, ProtocolVersion::V0_3).await;
+    let t = task_of(
+        tokio::time::timeout(STEP, root.send(request("quick", None, true)))
+            .await
+            .expect("in time")
+            .expect("send"),
+    );
+    assert_eq!(state(&t), v1::TaskState::Completed, "{}", reason(&t));
+    assert_eq!(text_of(&t), "done at the third hop");
+
+    let (hop1, hop2, hop3) = (
+        ran(&seen, "hop1").await,
+        ran(&seen, "hop2").await,
+        ran(&seen, "hop3").await,
+    );
+    assert!(hop1.chain.is_empty(), "the root's request has no chain");
+    assert_eq!(hop2.chain, vec![hop1.me.clone()]);
+    assert_eq!(hop3.chain, vec![hop1.me.clone(), hop2.me.clone()]);
+    assert!(hop3.me.contains("/api/v1/agents/hop3"), "{}", hop3.me);
+    assert_eq!(hop3.max_hops, heddle_api_default_hops());
+
+    // The chain names each parent's task: the third hop's request says
+    // which task of the second it works for.
+    let rest3 = client(&base, "hop3", Binding::Rest, ProtocolVersion::V1_0).await;
+    let t3 = rest3
+        .get_task(&hop3.task_id, None)
+        .await
+        .expect("hop3 task");
+    let first = t3.history.first().expect("history");
+    let carried = Delegation::from_metadata(first.metadata.as_ref())
+        .expect("well formed")
+        .expect("carried");
+    let parents: Vec<&str> = carried.chain.iter().map(|h| h.task_id.as_str()).collect();
+    assert_eq!(parents, vec![hop1.task_id.as_str(), hop2.task_id.as_str()]);
+}
+
+fn heddle_api_default_hops() -> u32 {
+    heddle_client::delegation::DEFAULT_MAX_HOPS
+}
+
+#[tokio::test]
+async fn a_cancel_at_the_root_ends_all_three_tasks_within_a_second() {
+    let seen = Arc::new(Seen::default());
+    let base = hub(&seen).await;
+    let root = client(&base, "hop1", Binding::JsonRpc, ProtocolVersion::V0_3).await;
+    let t = task_of(root.send(request("hold", None, false)).await.expect("send"));
+    let hop3 = ran(&seen, "hop3").await;
+    let hop2 = ran(&seen, "hop2").await;
+
+    let c2 = client(&base, "hop2", Binding::Grpc, ProtocolVersion::V1_0).await;
+    let c3 = client(&base, "hop3", Binding::Rest, ProtocolVersion::V1_0).await;
+    let asked = Instant::now();
+    root.cancel_task(&t.id).await.expect("cancel the root");
+    let ends = [
+        until_state(&root, &t.id, v1::TaskState::Canceled).await,
+        until_state(&c2, &hop2.task_id, v1::TaskState::Canceled).await,
+        until_state(&c3, &hop3.task_id, v1::TaskState::Canceled).await,
+    ];
+    let slowest = ends
+        .iter()
+        .map(|e| e.duration_since(asked))
+        .max()
+        .unwrap_or_default();
+    assert!(
+        slowest < Duration::from_secs(1),
+        "the chain took {slowest:?} to end"
+    );
+}
+
+#[tokio::test]
+async fn a_hop_limit_of_two_refuses_the_third_hop() {
+    let seen = Arc::new(Seen::default());
+    let base = hub(&seen).await;
+    let root = client(&base, "hop1", Binding::JsonRpc, ProtocolVersion::V0_3).await;
+    let t = task_of(
+        tokio::time::timeout(
+            STEP,
+            root.send(request("quick", Some(json!({ "maxHops": 2 })), true)),
+        )
+        .await
+        .expect("in time")
+        .expect("send"),
+    );
+    assert_eq!(state(&t), v1::TaskState::Failed);
+    assert!(
+        reason(&t).contains("the hop limit of 2 is reached"),
+        "{}",
+        reason(&t)
+    );
+    assert_eq!(ran(&seen, "hop2").await.max_hops, 2);
+    assert!(seen.of("hop3").is_none(), "the third hop must not run");
+}
+
+#[tokio::test]
+async fn an_agent_refuses_a_chain_past_its_limit_or_through_itself() {
+    let seen = Arc::new(Seen::default());
+    let base = hub(&seen).await;
+    let c3 = client(&base, "hop3", Binding::Rest, ProtocolVersion::V1_0).await;
+    let me = c3.interface().url.clone();
+    let hop = |agent: &str| json!({ "agent": agent, "taskId": "t-1" });
+    let cases = [
+        (
+            json!({ "maxHops": 2, "chain": [hop("https://a.example/"), hop("https://b.example/")] }),
+            "hop limit of 2",
+        ),
+        (json!({ "chain": [hop(&me)] }), "already in the chain"),
+        (json!({ "deadline": "2001-01-01T00:00:00Z" }), "deadline"),
+        (json!({ "maxHops": "many" }), "malformed"),
+    ];
+    for (delegation, why) in cases {
+        let err = c3
+            .send(request("quick", Some(delegation.clone()), true))
+            .await
+            .expect_err("refused");
+        let ClientError::A2a(e) = &err else {
+            panic!("{delegation}: not an A2A error: {err}");
+        };
+        let want = if why == "malformed" {
+            heddle_core::ErrorCode::InvalidParams
+        } else {
+            heddle_core::ErrorCode::DelegationRefused
+        };
+        assert_eq!(e.code, want, "{delegation}: {e}");
+        assert!(e.message.contains(why), "{delegation}: {e}");
+    }
+    assert!(seen.of("hop3").is_none(), "a refused request runs nothing");
+}
+
+#[tokio::test]
+async fn the_roots_deadline_stops_every_hop() {
+    let seen = Arc::new(Seen::default());
+    let base = hub(&seen).await;
+    let root = client(&base, "hop1", Binding::JsonRpc, ProtocolVersion::V0_3).await;
+    let deadline = Timestamp::from_millis(Timestamp::now().as_millis() + 1_500);
+    let t = task_of(
+        root.send(request(
+            "hold",
+            Some(json!({ "deadline": deadline.to_string() })),
+            false,
+        ))
+        .await
+        .expect("send"),
+    );
+    let hop3 = ran(&seen, "hop3").await;
+    let hop2 = ran(&seen, "hop2").await;
+    let c2 = client(&base, "hop2", Binding::Grpc, ProtocolVersion::V1_0).await;
+    let c3 = client(&base, "hop3", Binding::Rest, ProtocolVersion::V1_0).await;
+    until_state(&root, &t.id, v1::TaskState::Failed).await;
+    let failed = root.get_task(&t.id, None).await.expect("get");
+    assert!(reason(&failed).contains("deadline"), "{}", reason(&failed));
+    // Each hop's server holds its task to the same deadline; a hop whose
+    // caller stopped first is canceled by it instead.
+    for (c, id) in [(&c2, &hop2.task_id), (&c3, &hop3.task_id)] {
+        let start = Instant::now();
+        loop {
+            let s = state(&c.get_task(id, None).await.expect("get"));
+            if matches!(s, v1::TaskState::Failed | v1::TaskState::Canceled) {
+                break;
+            }
+            assert!(start.elapsed() < STEP, "task {id} is still {s:?}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    let over = Timestamp::now().as_millis() - deadline.as_millis();
+    assert!(over < 1_000, "the chain ended {over} ms after its deadline");
+}
