@@ -13,7 +13,7 @@ use heddle_core::{ProtocolVersion, v1, wkt::Struct};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    delegation::{Delegation, DelegationError},
+    delegation::{Delegated, Delegation, DelegationError},
     events::{EventError, TaskEvents},
 };
 
@@ -82,6 +82,8 @@ pub struct RequestContext {
     /// (no loop, within the hop limit, before the deadline); `None` at the
     /// root of a chain. A call made for this task carries it on.
     pub delegation: Option<Box<Delegation>>,
+    /// The tasks this agent's calls made for this task (see [`Delegated`]).
+    pub delegated: Delegated,
 }
 
 impl RequestContext {

@@ -21,6 +21,8 @@
 //! } }
 //! ```
 
+use std::sync::{Arc, Mutex, OnceLock};
+
 use heddle_core::wkt::{Struct, Timestamp};
 use serde_json::{Map, Value, json};
 
@@ -44,6 +46,52 @@ pub struct Hop {
     pub agent: String,
     /// The task it runs, which this request works for.
     pub task_id: String,
+}
+
+/// The calls an agent made for one task, as the tasks they made (shared
+/// by the clones of its [`crate::RequestContext`]; nothing is allocated
+/// until the first call). Recorded in the task's metadata under
+/// [`DELEGATION_EXT`] as `children`, so a tool can walk the tree from the
+/// root down.
+#[derive(Clone, Debug, Default)]
+pub struct Delegated(OnceLock<Arc<Mutex<Vec<Hop>>>>);
+
+impl Delegated {
+    /// The list the calls are recorded in (made on first use).
+    pub fn list(&self) -> Arc<Mutex<Vec<Hop>>> {
+        self.0.get_or_init(Default::default).clone()
+    }
+
+    /// The tasks made so far.
+    pub fn tasks(&self) -> Vec<Hop> {
+        self.0.get().map_or_else(Vec::new, |l| {
+            l.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone()
+        })
+    }
+}
+
+/// The task metadata that records `children` (see [`Delegated`]).
+pub fn children_metadata(children: &[Hop]) -> Struct {
+    let list: Vec<Value> = children
+        .iter()
+        .map(|h| json!({ "agent": h.agent, "taskId": h.task_id }))
+        .collect();
+    let mut m = Map::new();
+    m.insert(DELEGATION_EXT.to_owned(), json!({ "children": list }));
+    Struct(m)
+}
+
+/// The tasks a task's metadata says it made (see [`Delegated`]); entries
+/// that are not well formed are skipped.
+pub fn children_of(task_metadata: Option<&Struct>) -> Vec<Hop> {
+    task_metadata
+        .and_then(|m| m.0.get(DELEGATION_EXT))
+        .and_then(|d| d.get("children"))
+        .and_then(Value::as_array)
+        .map(|list| list.iter().filter_map(|h| hop_from(h).ok()).collect())
+        .unwrap_or_default()
 }
 
 /// An amount of money, in the AP2 form (a decimal string and an ISO 4217 code).
@@ -91,6 +139,21 @@ pub enum DelegationError {
     /// The root's deadline has passed.
     #[error("the root's deadline ({0}) has passed")]
     DeadlinePassed(Timestamp),
+}
+
+/// The card's declaration of the extension (not required: a caller that
+/// sends no context starts a chain), with this agent's hop limit.
+pub fn card_extension(max_hops: u32) -> heddle_core::v1::AgentExtension {
+    let mut params = Map::new();
+    params.insert("maxHops".into(), max_hops.into());
+    heddle_core::v1::AgentExtension {
+        uri: DELEGATION_EXT.to_owned(),
+        description: "Delegation chains: the agents and tasks a request came through, the hop \
+                      limit, the root's deadline and budget, in message metadata under this URI"
+            .to_owned(),
+        required: false,
+        params: Some(Struct(params)),
+    }
 }
 
 impl From<DelegationError> for heddle_core::A2aError {
@@ -149,10 +212,12 @@ impl Delegation {
         let obj = value.as_object().ok_or_else(|| bad("not an object"))?;
         let max_hops = match obj.get("maxHops") {
             None | Some(Value::Null) => DEFAULT_MAX_HOPS,
+            // A relay that holds metadata as a protobuf Struct (the Python
+            // SDK) turns 8 into 8.0: a whole float is the same count.
             Some(v) => v
-                .as_u64()
-                .filter(|n| (1..=u64::from(MAX_HOPS_CAP)).contains(n))
-                .and_then(|n| u32::try_from(n).ok())
+                .as_f64()
+                .filter(|n| n.fract() == 0.0 && (1.0..=f64::from(MAX_HOPS_CAP)).contains(n))
+                .map(|n| n as u32)
                 .ok_or_else(|| bad("maxHops must be an integer from 1 to 64"))?,
         };
         let chain = match obj.get("chain") {
@@ -318,6 +383,13 @@ mod tests {
     }
 
     #[test]
+    fn a_whole_float_is_a_hop_count() {
+        // What a protobuf Struct (the Python SDK) makes of 3.
+        let d = Delegation::from_metadata(Some(&meta(json!({"maxHops": 3.0})))).unwrap();
+        assert_eq!(d.map(|d| d.max_hops), Some(3));
+    }
+
+    #[test]
     fn hop_limit_counts_the_agents_in_the_chain() {
         let root = Delegation::root(2);
         assert_eq!(root.hop(), 1);
@@ -361,6 +433,7 @@ mod tests {
             json!({"maxHops": 0}),
             json!({"maxHops": 65}),
             json!({"maxHops": -1}),
+            json!({"maxHops": 2.5}),
             json!({"chain": {}}),
             json!({"chain": [{"agent": "a"}]}),
             json!({"chain": [{"agent": "", "taskId": "t"}]}),

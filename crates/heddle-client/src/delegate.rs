@@ -13,7 +13,7 @@
 //! # use heddle_client::{A2aClient, ClientOptions};
 //! # use heddle_api::{AgentError, RequestContext, TaskEvents};
 //! # async fn run(ctx: RequestContext, events: TaskEvents, writer: A2aClient) -> Result<(), AgentError> {
-//! let writer = writer.delegate(&ctx).map_err(|e| AgentError::new(e.to_string()))?;
+//! let writer = writer.delegate(&ctx, &events).map_err(|e| AgentError::new(e.to_string()))?;
 //! let draft = writer.send_text("a draft on: tides").await;
 //! # Ok(()) }
 //! ```
@@ -21,7 +21,10 @@
 use std::sync::Arc;
 
 use futures::StreamExt as _;
-use heddle_api::{Delegation, RequestContext, delegation::DELEGATION_EXT};
+use heddle_api::{
+    Delegation, RequestContext, TaskEvents,
+    delegation::{DELEGATION_EXT, Hop, children_metadata},
+};
 use heddle_core::{
     A2aError,
     v1::{self, stream_response::Payload},
@@ -41,6 +44,10 @@ pub struct Delegate {
     context: Delegation,
     /// The calling task's cancel token.
     parent: CancellationToken,
+    /// The calling task's events, where the tasks made are recorded.
+    events: TaskEvents,
+    /// The tasks made for the calling task, by every delegate it has.
+    children: Arc<std::sync::Mutex<Vec<Hop>>>,
     /// Fires when the last clone is dropped: the watchers of callee tasks
     /// stop then, as the calling agent has stopped waiting for them.
     alive: CancellationToken,
@@ -57,11 +64,17 @@ impl std::fmt::Debug for Delegate {
 }
 
 impl A2aClient {
-    /// This client, for calls made for the task `ctx` runs. Refused (with
-    /// the callee's error, [`heddle_core::ErrorCode::DelegationRefused`])
-    /// when the callee would be past the hop limit or the deadline has
-    /// passed: no call is made then.
-    pub fn delegate(&self, ctx: &RequestContext) -> Result<Delegate, ClientError> {
+    /// This client, for calls made for the task `ctx` runs, whose
+    /// `events` record each task made (in the task's metadata, under
+    /// [`DELEGATION_EXT`] as `children`). Refused (with the callee's error,
+    /// [`heddle_core::ErrorCode::DelegationRefused`]) when the callee would
+    /// be past the hop limit or the deadline has passed: no call is made
+    /// then.
+    pub fn delegate(
+        &self,
+        ctx: &RequestContext,
+        events: &TaskEvents,
+    ) -> Result<Delegate, ClientError> {
         let context = ctx.delegation_for_call().map_err(A2aError::from)?;
         let mut opts = self.opts.clone();
         if let Some(at) = context.deadline {
@@ -79,6 +92,8 @@ impl A2aClient {
             client,
             context,
             parent: ctx.cancel.clone(),
+            events: events.clone(),
+            children: ctx.delegated.list(),
             _guard: Arc::new(alive.clone().drop_guard()),
             alive,
         })
@@ -141,6 +156,7 @@ impl Delegate {
             let reply = me.client.send(req).await?;
             if let SendReply::Task(t) = &reply {
                 me.watch(&t.id);
+                me.record(&t.id).await;
             }
             Ok::<_, ClientError>(reply)
         });
@@ -181,6 +197,7 @@ impl Delegate {
                 {
                     watched = true;
                     me.watch(id);
+                    me.record(id).await;
                 }
                 if tx.send(event).await.is_err() && watched {
                     return;
@@ -196,6 +213,29 @@ impl Delegate {
     fn carry(&self, req: &mut v1::SendMessageRequest) {
         if let Some(m) = req.message.as_mut() {
             self.context.put_into(&mut m.metadata);
+        }
+    }
+
+    /// Records the callee's task `id` among the calling task's children.
+    async fn record(&self, id: &str) {
+        let children = {
+            let mut list = self
+                .children
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            list.push(Hop {
+                agent: self.client.interface().url.clone(),
+                task_id: id.to_owned(),
+            });
+            list.clone()
+        };
+        // A task that has ended keeps what it had: the record is a courtesy.
+        if let Err(e) = self
+            .events
+            .task_metadata(children_metadata(&children))
+            .await
+        {
+            tracing::debug!(task = %id, error = %e, "recording a delegated task failed");
         }
     }
 

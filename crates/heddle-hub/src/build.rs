@@ -183,6 +183,13 @@ impl Shared {
         entry.check()?;
         let (mut profile, mut executor, mcp_server) = self.resolve(&mut entry).await?;
         executor = market::deadline::wrap(executor);
+        // Every hub agent takes part in delegation chains (the SDK checks
+        // them); the card says so.
+        profile
+            .extensions
+            .push(heddle_server::delegation::card_extension(
+                heddle_server::delegation::DEFAULT_MAX_HOPS,
+            ));
         if let Some(facts) = &entry.answer_metadata {
             profile.extensions.push(facts.extension());
             executor = facts.wrap(executor);

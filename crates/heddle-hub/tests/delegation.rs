@@ -77,7 +77,7 @@ impl AgentExecutor for Relay {
             .await
             .map_err(|e| AgentError::new(format!("discovering the next agent: {e}")))?;
         let next = client
-            .delegate(&ctx)
+            .delegate(&ctx, &events)
             .map_err(|e| AgentError::new(format!("the next hop is refused: {e}")))?;
         match next.send_text(&ctx.text()).await {
             Ok(SendReply::Task(t)) if state(&t) == v1::TaskState::Completed => {
@@ -312,6 +312,22 @@ async fn a_chain_over_three_bindings_carries_its_context_and_completes() {
         .expect("carried");
     let parents: Vec<&str> = carried.chain.iter().map(|h| h.task_id.as_str()).collect();
     assert_eq!(parents, vec![hop1.task_id.as_str(), hop2.task_id.as_str()]);
+
+    // And each parent's task names the task its call made: the tree, root down.
+    let children = |t: &v1::Task| -> Vec<String> {
+        heddle_client::delegation::children_of(t.metadata.as_ref())
+            .into_iter()
+            .map(|h| h.task_id)
+            .collect()
+    };
+    assert_eq!(children(&t), vec![hop2.task_id.clone()]);
+    let grpc2 = client(&base, "hop2", Binding::Grpc, ProtocolVersion::V1_0).await;
+    let t2 = grpc2
+        .get_task(&hop2.task_id, None)
+        .await
+        .expect("hop2 task");
+    assert_eq!(children(&t2), vec![hop3.task_id.clone()]);
+    assert!(children(&t3).is_empty());
 }
 
 fn heddle_api_default_hops() -> u32 {
@@ -443,4 +459,68 @@ async fn the_roots_deadline_stops_every_hop() {
     }
     let over = Timestamp::now().as_millis() - deadline.as_millis();
     assert!(over < 1_000, "the chain ended {over} ms after its deadline");
+}
+
+#[path = "support/python_sdk.rs"]
+mod python_sdk;
+
+/// Heddle → the official Python SDK → Heddle: the Python agent knows
+/// nothing of delegation, but relays the message's metadata, so the third
+/// agent still sees the chain (without the Python hop, which did not add
+/// itself).
+#[tokio::test]
+async fn a_python_sdk_agent_in_the_middle_passes_the_chain_on() {
+    let Some(python) = python_sdk::start().await else {
+        return;
+    };
+    let seen = Arc::new(Seen::default());
+    let base = hub(&seen).await;
+    // hop1 hands on to the Python agent instead of hop2.
+    let hop1_next = {
+        let relay = Relay {
+            name: "hop1",
+            next: Arc::new(Mutex::new(python.url.clone())),
+            binding: Binding::JsonRpc,
+            version: ProtocolVersion::V1_0,
+            seen: seen.clone(),
+        };
+        serve_one("via-python", relay).await
+    };
+    let root = client(
+        &hop1_next,
+        "via-python",
+        Binding::Rest,
+        ProtocolVersion::V1_0,
+    )
+    .await;
+    let ask = format!("relay {base}/api/v1/agents/hop3 quick");
+    let t = task_of(
+        tokio::time::timeout(STEP, root.send(request(&ask, None, true)))
+            .await
+            .expect("in time")
+            .expect("send"),
+    );
+    assert_eq!(state(&t), v1::TaskState::Completed, "{}", reason(&t));
+    assert_eq!(text_of(&t), "done at the third hop");
+    let (hop1, hop3) = (ran(&seen, "hop1").await, ran(&seen, "hop3").await);
+    assert_eq!(hop3.chain, vec![hop1.me]);
+}
+
+/// A hub serving only `agent` as `id`; returns its HTTP base.
+async fn serve_one(id: &str, agent: impl AgentExecutor) -> String {
+    let http = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", http.local_addr().expect("addr"));
+    let hub = heddle_hub::Hub::builder(base.clone(), Arc::new(MemoryStore::default()))
+        .agent(
+            id,
+            AgentProfile::new(id, id, "a hop of a chain", &["test"]),
+            Arc::new(agent),
+        )
+        .build()
+        .await;
+    let router = hub.router();
+    tokio::spawn(async move { axum::serve(http, router).await });
+    base
 }

@@ -801,58 +801,18 @@ async fn cards_are_checked_once_at_registration() {
 
 // ---- the official Python SDK as the upstream ----------------------------------
 
-/// The interop venv's Python, or `None` (after saying why) when the test
-/// should be skipped.
-fn interop_python() -> Option<std::path::PathBuf> {
-    let python = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/interop/.venv/bin/python");
-    if python.exists() {
-        return Some(python);
-    }
-    let required = std::env::var("HEDDLE_REQUIRE_INTEROP").is_ok_and(|v| v == "1");
-    assert!(
-        !required,
-        "HEDDLE_REQUIRE_INTEROP=1 but {} is missing: run tests/interop/setup.sh",
-        python.display()
-    );
-    println!(
-        "skipped: the Python a2a-sdk upstream needs tests/interop/setup.sh (no {})",
-        python.display()
-    );
-    None
-}
-
-async fn free_port() -> u16 {
-    let (l, _) = bind().await;
-    l.local_addr().expect("addr").port()
-}
+#[path = "support/python_sdk.rs"]
+mod python_sdk;
 
 #[tokio::test]
 async fn a_python_sdk_upstream_works_through_the_hub() {
-    let Some(python) = interop_python() else {
+    let Some(python) = python_sdk::start().await else {
         return;
     };
-    let (http_port, grpc_port) = (free_port().await, free_port().await);
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/interop/servers/python_server.py");
-    let _server = tokio::process::Command::new(python)
-        .arg(script)
-        .arg(http_port.to_string())
-        .arg(grpc_port.to_string())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start the Python server");
-    let url = format!("http://127.0.0.1:{http_port}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let fetched = loop {
-        match remote::fetch_card(&url, &allow_http()).await {
-            Ok(f) => break f,
-            Err(e) if Instant::now() > deadline => {
-                panic!("the Python server never served its card: {e}")
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    };
+    let url = python.url.clone();
+    let fetched = remote::fetch_card(&url, &allow_http())
+        .await
+        .expect("the Python server's card");
     let over = |bindings: Vec<Binding>, version| RemoteOptions {
         bindings,
         version,

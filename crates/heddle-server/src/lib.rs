@@ -88,6 +88,7 @@ pub use handler::{
     CallContext, Concurrency, EventStream, HandlerBuilder, Limits, MessageCheck, Pass, Priority,
     PriorityFn, Reply, RequestHandler, SendAtGate, SendGate, StreamSlots,
 };
+pub use heddle_api::delegation;
 pub use push::{PushNotifier, PushOptions, PushPolicy};
 pub use server::{AgentRoutes, CARD_PATHS, card_router, lenient_paths, normalize_path};
 

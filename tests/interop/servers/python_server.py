@@ -14,6 +14,10 @@ One agent, four skills, chosen by the first word of the message text:
                 "three": append=false, append=true, append=true+lastChunk)
                 -> COMPLETED
   wait ...   -> WORKING for up to 30 s, then COMPLETED; cancel -> CANCELED
+  relay URL TEXT -> sends TEXT to the agent at URL (the SDK's own client,
+                JSON-RPC), with this message's metadata copied (a delegation
+                chain passes through an agent that does not know it), then
+                COMPLETED with an artifact "relayed": the answer's text
 
 Push notification configs (create/set, get, list, delete) are kept in an
 InMemoryPushNotificationConfigStore and the card declares pushNotifications;
@@ -39,12 +43,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+import uuid
 
 import grpc
+import httpx
 import uvicorn
 
 from starlette.applications import Starlette
 
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.compat.v0_3 import a2a_v0_3_pb2_grpc
 from a2a.compat.v0_3.grpc_handler import CompatGrpcHandler
 from a2a.helpers import new_task_from_user_message, new_text_message, new_text_part
@@ -66,6 +73,10 @@ from a2a.types import (
     AgentCard,
     AgentInterface,
     AgentSkill,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
     TaskState,
     a2a_pb2_grpc,
 )
@@ -116,15 +127,40 @@ class InteropExecutor(AgentExecutor):
             # Cancellation arrives as asyncio.CancelledError at the sleep.
             await asyncio.sleep(WAIT_SECONDS)
             await updater.complete(agent_text('Done waiting.'))
+        elif word == 'relay':
+            url, _, ask = rest.partition(' ')
+            await updater.start_work(agent_text(f'Handing the work on to {url}.'))
+            answer = await relay(url, ask, context.message)
+            await updater.add_artifact([new_text_part(answer)], name='relayed')
+            await updater.complete()
         else:
             await updater.reject(agent_text(
-                f'Unknown skill {word!r}: start with echo, write, stream or wait.'))
+                f'Unknown skill {word!r}: start with echo, write, stream, wait or relay.'))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         task = context.current_task
         updater = TaskUpdater(event_queue, context.task_id,
                               task.context_id if task else context.context_id)
         await updater.cancel()
+
+
+async def relay(url: str, text: str, incoming: Message) -> str:
+    """Sends `text` to the agent at `url` with `incoming`'s metadata and
+    returns the text of the answer's artifacts."""
+    async with httpx.AsyncClient(timeout=30.0) as http:
+        card = await A2ACardResolver(http, url).get_agent_card()
+        client = ClientFactory(ClientConfig(
+            streaming=False, httpx_client=http,
+            supported_protocol_bindings=['JSONRPC'],
+        )).create(card)
+        message = Message(message_id=str(uuid.uuid4()), role=Role.ROLE_USER,
+                          parts=[Part(text=text)])
+        if incoming.HasField('metadata'):
+            message.metadata.CopyFrom(incoming.metadata)
+        events = [e async for e in client.send_message(
+            SendMessageRequest(message=message))]
+    task = events[-1].task
+    return ''.join(p.text for a in task.artifacts for p in a.parts)
 
 
 def agent_card(http_port: int, grpc_port: int, streaming: bool = True) -> AgentCard:
@@ -156,6 +192,7 @@ def agent_card(http_port: int, grpc_port: int, streaming: bool = True) -> AgentC
             skill('write', 'Asks a question, then writes a report with the answer.'),
             skill('stream', 'Streams one artifact in three chunks.'),
             skill('wait', 'Works for 30 s; cancel it.'),
+            skill('relay', 'Sends the rest of the text to the agent at the URL that follows.'),
         ],
     )
 

@@ -72,6 +72,7 @@ impl RequestHandler {
                 streaming: false,
                 agent: self.inner.agent_url.clone(),
                 delegation: None,
+                delegated: Default::default(),
             };
             let grace = self.inner.limits.cancel_grace;
             if let Err(e) =

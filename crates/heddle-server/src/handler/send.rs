@@ -175,6 +175,7 @@ impl RequestHandler {
             streaming: stream,
             agent: self.inner.agent_url.clone(),
             delegation,
+            delegated: Default::default(),
         });
         self.spawn_execution(live.clone(), ctx, running, admission, pass)
             .await;
