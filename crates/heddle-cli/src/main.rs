@@ -14,6 +14,7 @@ mod serve;
 mod serve_auth;
 mod serve_limits;
 mod serve_tls;
+mod task_tree;
 mod trust;
 mod wallet;
 mod webhook;

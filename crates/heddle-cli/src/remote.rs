@@ -550,6 +550,17 @@ pub enum TaskCommand {
         #[command(flatten)]
         conn: Connection,
     },
+    /// Show a task and, below it, the tasks its delegated calls made, with
+    /// their states (and costs, on a Heddle hub). Only agents on the
+    /// origin of URL are read.
+    Tree {
+        /// The agent URL.
+        url: String,
+        /// The task id.
+        id: String,
+        #[command(flatten)]
+        conn: Connection,
+    },
     /// Manage the webhooks a task's updates are posted to.
     #[command(subcommand, name = "push-config")]
     PushConfig(crate::push_config::PushConfigCommand),
@@ -657,6 +668,7 @@ pub async fn task(cmd: TaskCommand) -> anyhow::Result<ExitCode> {
             let events = conn.client(&url).await?.subscribe(&id).await?;
             follow(events, conn.output).await
         }
+        TaskCommand::Tree { url, id, conn } => crate::task_tree::run(&conn, &url, &id).await,
         TaskCommand::PushConfig(cmd) => crate::push_config::run(cmd).await,
     }
 }

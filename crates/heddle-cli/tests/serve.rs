@@ -653,3 +653,48 @@ async fn push_backlog_survives_kill_9_and_is_delivered_after_restart() {
         ]
     );
 }
+
+/// The delegation demo from the command line: research asks the writer's
+/// question, the answer finishes it, and `heddle task tree` shows the two
+/// tasks its calls made, read from the root down.
+#[test]
+fn the_research_demo_and_its_task_tree() {
+    let server = serve("memory");
+    let research = format!("{}/api/v1/agents/research", server.url);
+    let (code, out, err) = heddle(&["send", &research, "tides", "-o", "json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let asked: Value = serde_json::from_str(out.trim()).expect("one JSON object");
+    assert_eq!(
+        asked["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{out}"
+    );
+    let id = asked["id"].as_str().expect("task id");
+    let (code, out, err) = heddle(&["send", &research, "the harbour board", "--task-id", id]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("COMPLETED") && out.contains("--- artifact summary"),
+        "{out}"
+    );
+
+    let (code, out, err) = heddle(&["task", "tree", &research, id, "-o", "json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let tree: Value = serde_json::from_str(out.trim()).expect("one JSON object");
+    assert_eq!(tree["state"], "COMPLETED");
+    let children = tree["children"].as_array().expect("children");
+    let agents: Vec<&str> = children
+        .iter()
+        .filter_map(|c| c["agent"].as_str())
+        .collect();
+    assert_eq!(children.len(), 2, "{out}");
+    assert!(agents[0].contains("/agents/writer"), "{out}");
+    assert!(agents[1].contains("/agents/summarizer"), "{out}");
+    assert!(children.iter().all(|c| c["state"] == "COMPLETED"), "{out}");
+
+    let (code, out, _) = heddle(&["task", "tree", &research, id]);
+    assert_eq!(code, 0);
+    assert_eq!(out.lines().count(), 3, "{out}");
+    assert!(
+        out.lines().nth(1).is_some_and(|l| l.starts_with("  ")),
+        "{out}"
+    );
+}

@@ -223,10 +223,22 @@ impl Delegate {
                 .children
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            list.push(Hop {
-                agent: self.client.interface().url.clone(),
+            // The callee as it names itself: its card's first interface.
+            let agent = self
+                .client
+                .card()
+                .supported_interfaces
+                .first()
+                .map_or_else(|| self.client.interface().url.clone(), |i| i.url.clone());
+            let hop = Hop {
+                agent,
                 task_id: id.to_owned(),
-            });
+            };
+            // A reply to a waiting task is the same child.
+            if list.contains(&hop) {
+                return;
+            }
+            list.push(hop);
             list.clone()
         };
         // A task that has ended keeps what it had: the record is a courtesy.

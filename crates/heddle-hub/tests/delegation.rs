@@ -524,3 +524,75 @@ async fn serve_one(id: &str, agent: impl AgentExecutor) -> String {
     tokio::spawn(async move { axum::serve(http, router).await });
     base
 }
+
+/// The demo chain: research asks the writer for a report (the writer's
+/// question comes back as research's own), then the summarizer; research's
+/// task names both tasks it made.
+#[tokio::test]
+async fn the_research_demo_delegates_to_the_writer_and_the_summarizer() {
+    let http = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", http.local_addr().expect("addr"));
+    let hub = heddle_hub::agents::with_demo_agents(heddle_hub::Hub::builder(
+        base.clone(),
+        Arc::new(MemoryStore::default()),
+    ))
+    .build()
+    .await;
+    let router = hub.router();
+    tokio::spawn(async move { axum::serve(http, router).await });
+
+    let research = client(&base, "research", Binding::JsonRpc, ProtocolVersion::V1_0).await;
+    let asked = task_of(
+        tokio::time::timeout(STEP, research.send(request("tides", None, true)))
+            .await
+            .expect("in time")
+            .expect("send"),
+    );
+    assert_eq!(
+        state(&asked),
+        v1::TaskState::InputRequired,
+        "{}",
+        reason(&asked)
+    );
+    assert!(
+        reason(&asked).contains("Who is the report for"),
+        "{}",
+        reason(&asked)
+    );
+
+    let mut answer = A2aClient::user_message(vec![v1::Part::text("the harbour board")]);
+    answer.task_id.clone_from(&asked.id);
+    let done = task_of(
+        tokio::time::timeout(
+            STEP,
+            research.send(v1::SendMessageRequest {
+                message: Some(answer),
+                ..Default::default()
+            }),
+        )
+        .await
+        .expect("in time")
+        .expect("answer"),
+    );
+    assert_eq!(state(&done), v1::TaskState::Completed, "{}", reason(&done));
+    let names: Vec<&str> = done.artifacts.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["report", "summary"]);
+    assert!(text_of(&done).contains("Report for the harbour board"));
+
+    let children = heddle_client::delegation::children_of(done.metadata.as_ref());
+    let agents: Vec<&str> = children
+        .iter()
+        .map(|h| h.agent.rsplit("/agents/").next().unwrap_or_default())
+        .collect();
+    assert_eq!(children.len(), 2, "{children:?}");
+    assert!(agents[0].starts_with("writer"), "{agents:?}");
+    assert!(agents[1].starts_with("summarizer"), "{agents:?}");
+    let writer = client(&base, "writer", Binding::JsonRpc, ProtocolVersion::V1_0).await;
+    let report = writer
+        .get_task(&children[0].task_id, None)
+        .await
+        .expect("the writer's task");
+    assert_eq!(state(&report), v1::TaskState::Completed);
+}

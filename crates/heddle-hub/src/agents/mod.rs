@@ -5,20 +5,24 @@
 //!   the report is for (INPUT_REQUIRED), then writes it.
 //! * [`WriterStream`]: streams its artifact in three chunks.
 //! * [`Conformance`]: the behaviour public conformance suites drive.
+//! * [`Research`] and [`Summarizer`]: the delegation demo; research hands
+//!   its work to writer and summarizer on the same hub.
 
 mod conformance;
 mod echo;
+mod research;
 mod writer;
 
 use std::sync::Arc;
 
 pub use conformance::{Conformance, ConformanceCard, REQUIRED_EXTENSION, conformance_profile};
 pub use echo::Echo;
+pub use research::{Research, Summarizer};
 pub use writer::{WRITER_STREAM_CHUNKS, Writer, WriterStream};
 
 use crate::{AgentProfile, HubBuilder};
 
-/// Adds the four demo agents to a hub.
+/// Adds the demo agents to a hub.
 pub fn with_demo_agents(hub: HubBuilder) -> HubBuilder {
     with_demo_agents_using(hub, WriterStream::default())
 }
@@ -34,7 +38,7 @@ pub struct DemoOptions {
     pub conformance: ConformanceCard,
 }
 
-/// Adds the four demo agents to a hub, with `writer_stream` serving
+/// Adds the demo agents to a hub, with `writer_stream` serving
 /// `writer-stream`.
 pub fn with_demo_agents_using(hub: HubBuilder, writer_stream: WriterStream) -> HubBuilder {
     with_demo_agents_configured(
@@ -46,7 +50,7 @@ pub fn with_demo_agents_using(hub: HubBuilder, writer_stream: WriterStream) -> H
     )
 }
 
-/// Adds the four demo agents to a hub, set up as `options` say: each a
+/// Adds the demo agents to a hub, set up as `options` say: each a
 /// builtin served under its own name.
 pub fn with_demo_agents_configured(hub: HubBuilder, options: DemoOptions) -> HubBuilder {
     DEMO_AGENTS
@@ -57,9 +61,16 @@ pub fn with_demo_agents_configured(hub: HubBuilder, options: DemoOptions) -> Hub
 }
 
 /// The demo agents' ids, which are also their builtin names.
-pub const DEMO_AGENTS: [&str; 4] = ["echo", "writer", "writer-stream", "conformance"];
+pub const DEMO_AGENTS: [&str; 6] = [
+    "echo",
+    "writer",
+    "writer-stream",
+    "conformance",
+    "research",
+    "summarizer",
+];
 
-/// Makes the four demo agents available as builtins, set up as `options`
+/// Makes the demo agents available as builtins, set up as `options`
 /// say, without serving them: a registration (the config's `[[agents]]`
 /// tables or the admin API) names the ones to serve.
 pub fn demo_builtins(hub: HubBuilder, options: DemoOptions) -> HubBuilder {
@@ -100,5 +111,25 @@ pub fn demo_builtins(hub: HubBuilder, options: DemoOptions) -> HubBuilder {
         "conformance",
         conformance_profile(options.conformance),
         Arc::new(Conformance::default()),
+    )
+    .builtin(
+        "research",
+        AgentProfile::new(
+            "research",
+            "Researcher",
+            "Gathers notes on a topic, has the writer write them up (asking you who it is for) and the summarizer sum the report up.",
+            &["demo", "delegation", "multi-turn"],
+        ),
+        Arc::new(Research),
+    )
+    .builtin(
+        "summarizer",
+        AgentProfile::new(
+            "summarizer",
+            "Summarizer",
+            "Sums a text up in a line.",
+            &["demo", "writing"],
+        ),
+        Arc::new(Summarizer),
     )
 }
