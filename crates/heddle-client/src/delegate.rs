@@ -31,6 +31,7 @@ use heddle_core::{
     wkt::Timestamp,
 };
 use tokio_util::sync::{CancellationToken, DropGuard};
+use tracing::Instrument as _;
 
 use heddle_core::version::EXTENSIONS_HEADER;
 
@@ -152,14 +153,17 @@ impl Delegate {
             .get_or_insert_with(Default::default)
             .return_immediately = true;
         let me = self.clone();
-        let sent = tokio::spawn(async move {
-            let reply = me.client.send(req).await?;
-            if let SendReply::Task(t) = &reply {
-                me.watch(&t.id);
-                me.record(&t.id).await;
+        let sent = tokio::spawn(
+            async move {
+                let reply = me.client.send(req).await?;
+                if let SendReply::Task(t) = &reply {
+                    me.watch(&t.id);
+                    me.record(&t.id).await;
+                }
+                Ok::<_, ClientError>(reply)
             }
-            Ok::<_, ClientError>(reply)
-        });
+            .instrument(tracing::Span::current()),
+        );
         let reply = sent.await.map_err(|_| ClientError::Canceled)??;
         let SendReply::Task(task) = reply else {
             return Ok(reply);
@@ -188,22 +192,25 @@ impl Delegate {
         let mut events = self.client.send_streaming(req).await?;
         let (tx, rx) = tokio::sync::mpsc::channel(16);
         let me = self.clone();
-        tokio::spawn(async move {
-            let mut watched = false;
-            while let Some(event) = events.next().await {
-                if !watched
-                    && let Ok(e) = &event
-                    && let Some(id) = task_of(e)
-                {
-                    watched = true;
-                    me.watch(id);
-                    me.record(id).await;
-                }
-                if tx.send(event).await.is_err() && watched {
-                    return;
+        tokio::spawn(
+            async move {
+                let mut watched = false;
+                while let Some(event) = events.next().await {
+                    if !watched
+                        && let Ok(e) = &event
+                        && let Some(id) = task_of(e)
+                    {
+                        watched = true;
+                        me.watch(id);
+                        me.record(id).await;
+                    }
+                    if tx.send(event).await.is_err() && watched {
+                        return;
+                    }
                 }
             }
-        });
+            .instrument(tracing::Span::current()),
+        );
         Ok(Box::pin(futures::stream::unfold(rx, |mut rx| async move {
             rx.recv().await.map(|event| (event, rx))
         })))
@@ -263,7 +270,8 @@ impl Delegate {
             self.alive.clone(),
             id.to_owned(),
         );
-        tokio::spawn(async move {
+        tokio::spawn(
+            async move {
             tokio::select! {
                 biased;
                 () = parent.cancelled() => {
@@ -273,7 +281,8 @@ impl Delegate {
                 }
                 () = alive.cancelled() => {}
             }
-        });
+        }
+        .instrument(tracing::Span::current()));
     }
 }
 

@@ -44,6 +44,7 @@ mod options;
 mod poll;
 mod push;
 mod retry_after;
+mod trace_context;
 mod transport;
 mod trust;
 pub mod webhook;

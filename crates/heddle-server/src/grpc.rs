@@ -249,6 +249,10 @@ impl GrpcRouter {
                 tracing::error!(error = %e, "gRPC reflection disabled: bad descriptor set");
             }
         }
+        // Every call in the caller's trace (crate::trace).
+        let traced =
+            std::mem::take(routes.axum_router_mut()).layer(crate::trace::TraceContextLayer);
+        *routes.axum_router_mut() = traced;
         routes
     }
 }

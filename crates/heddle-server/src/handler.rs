@@ -477,6 +477,7 @@ impl RequestHandler {
     /// (kilobytes, and the call kept twice in it) that every layer above
     /// moves. The checks run now and each call gets one boxed future.
     pub fn handle(&self, cx: CallContext, call: Call) -> BoxFuture<'_, Result<Reply, A2aError>> {
+        self.describe_span(&cx, &call);
         if let Err(e) = self.admit(&cx, &call) {
             return Box::pin(std::future::ready(Err(e)));
         }
@@ -510,6 +511,23 @@ impl RequestHandler {
             Call::GetExtendedAgentCard(_) => Box::pin(std::future::ready(
                 self.extended_card(&cx).map(|c| Reply::Card(Box::new(c))),
             )),
+        }
+    }
+
+    /// The A2A attributes of the request's trace span ([`crate::trace`]),
+    /// when it is on.
+    fn describe_span(&self, cx: &CallContext, call: &Call) {
+        let span = tracing::Span::current();
+        if span.is_disabled() {
+            return;
+        }
+        if let Some(name) = call.method().jsonrpc_name(ProtocolVersion::V1_0) {
+            span.record("a2a.method", name);
+        }
+        span.record("a2a.version", cx.version.as_str());
+        span.record("gen_ai.agent.id", self.agent_id());
+        if cx.caller.authenticated {
+            span.record("a2a.caller", cx.caller.id.as_str());
         }
     }
 

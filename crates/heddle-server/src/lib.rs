@@ -78,6 +78,7 @@ pub mod server;
 mod sse;
 #[cfg(feature = "tls")]
 pub mod tls;
+pub mod trace;
 
 pub use agent::{
     AgentError, AgentExecutor, Caller, DELEGATION_EXT, Delegation, DelegationError, RequestContext,

@@ -122,11 +122,15 @@ impl AgentRoutes {
         router
     }
 
+    /// The binding's routes inside the layers put around them, all inside
+    /// the request's trace span ([`crate::trace`]), so a refusal by any
+    /// layer is part of the caller's trace too.
     fn wrap(&self, routes: Router, binding: Binding) -> Router {
-        match &self.around {
+        let routes = match &self.around {
             Some(layer) => layer(binding, routes),
             None => routes,
-        }
+        };
+        routes.layer(crate::trace::TraceContextLayer)
     }
 }
 

@@ -173,6 +173,14 @@ impl GrpcCore {
         for (k, v, _) in &self.metadata {
             req.metadata_mut().append(k.clone(), v.clone());
         }
+        for (k, v) in crate::trace_context::headers() {
+            if let (Ok(key), Ok(value)) = (
+                AsciiMetadataKey::from_bytes(k.as_bytes()),
+                AsciiMetadataValue::try_from(v.as_str()),
+            ) {
+                req.metadata_mut().insert(key, value);
+            }
+        }
         req
     }
 

@@ -97,6 +97,7 @@ impl HttpCore {
             }
         }
         headers.extend(self.headers.iter().cloned());
+        headers.extend(crate::trace_context::headers());
         self.log(|| self.describe(&method, &url, &headers));
         let mut req = match &self.parsed {
             Some(parsed) if !with_key && url == self.url => {

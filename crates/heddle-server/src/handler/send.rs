@@ -10,6 +10,7 @@ use std::{
 use futures::FutureExt as _;
 use heddle_core::{A2aError, ErrorCode, v1, wkt::Timestamp};
 use heddle_store::Scope;
+use tracing::Instrument as _;
 
 use super::{
     CallContext, Reply, RequestHandler,
@@ -353,7 +354,12 @@ impl RequestHandler {
                 return Box::pin(self.queue_execution(live, ctx, running, place, pass)).await;
             }
         };
-        let mut run = Box::pin(self.execution(live.clone(), ctx, running, slot, pass));
+        let span = crate::trace::execute_span(self.agent_id(), &live.id, &ctx.context_id);
+        crate::trace::record("a2a.task_id", &live.id);
+        let mut run = Box::pin(
+            self.execution(live.clone(), ctx, running, slot, pass)
+                .instrument(span),
+        );
         let first = std::future::poll_fn(|cx| Poll::Ready(run.as_mut().poll(cx))).await;
         if first.is_ready() {
             return;
@@ -438,37 +444,42 @@ impl RequestHandler {
         );
         let handler = self.clone();
         let waiting = live.clone();
-        let handle = tokio::spawn(async move {
-            let slot = tokio::select! {
-                slot = place.wait() => Some(slot),
-                () = waiting.cancel.cancelled() => None,
-            };
-            drop(place);
-            // Out of the queue under the task's lock: a cancel sees the task
-            // either queued (and ends it) or running (and stops the agent).
-            let canceled = {
-                let mut st = waiting.state.lock().await;
-                let canceled = waiting.cancel.is_cancelled();
-                if !canceled {
-                    st.queued = false;
-                }
-                canceled
-            };
-            match slot {
-                Some(slot) if !canceled => {
-                    handler
-                        .execution(waiting, ctx, running, Some(slot), pass)
-                        .await;
-                }
-                _ => {
-                    drop(slot);
-                    let events = TaskEvents::new(waiting.clone(), ctx.context_id.clone());
-                    let reason = "the task was canceled while it waited to run".to_owned();
-                    Box::pin(handler.finish_execution(&waiting, &events, Some(reason), pass)).await;
-                    drop(running);
+        let span = crate::trace::execute_span(self.agent_id(), &live.id, &ctx.context_id);
+        let handle = tokio::spawn(
+            async move {
+                let slot = tokio::select! {
+                    slot = place.wait() => Some(slot),
+                    () = waiting.cancel.cancelled() => None,
+                };
+                drop(place);
+                // Out of the queue under the task's lock: a cancel sees the task
+                // either queued (and ends it) or running (and stops the agent).
+                let canceled = {
+                    let mut st = waiting.state.lock().await;
+                    let canceled = waiting.cancel.is_cancelled();
+                    if !canceled {
+                        st.queued = false;
+                    }
+                    canceled
+                };
+                match slot {
+                    Some(slot) if !canceled => {
+                        handler
+                            .execution(waiting, ctx, running, Some(slot), pass)
+                            .await;
+                    }
+                    _ => {
+                        drop(slot);
+                        let events = TaskEvents::new(waiting.clone(), ctx.context_id.clone());
+                        let reason = "the task was canceled while it waited to run".to_owned();
+                        Box::pin(handler.finish_execution(&waiting, &events, Some(reason), pass))
+                            .await;
+                        drop(running);
+                    }
                 }
             }
-        });
+            .instrument(span),
+        );
         live.state.lock().await.abort = Some(handle.abort_handle());
     }
 
