@@ -25,6 +25,7 @@ use crate::limit::{AgentRate, CallerLimits};
 use crate::{
     agent::{AgentExecutor, Caller},
     live::{LiveTasks, Update},
+    observe::{CallEvent, Observer},
     push::PushNotifier,
 };
 
@@ -79,6 +80,9 @@ pub struct CallContext {
     /// caller with no id (anonymous) are kept per address, so that one
     /// client cannot take every anonymous caller's share.
     pub peer: Option<std::net::IpAddr>,
+    /// The binding the call came by (each binding fills it in), for an
+    /// [`Observer`]; `None` for a call made in-process.
+    pub binding: Option<crate::Binding>,
 }
 
 impl CallContext {
@@ -90,6 +94,7 @@ impl CallContext {
             extensions: Vec::new(),
             legacy_task_id: None,
             peer: None,
+            binding: None,
         }
     }
 
@@ -162,6 +167,7 @@ struct Inner {
     rate: Option<AgentRate>,
     concurrency: Option<Concurrency>,
     gate: Option<gate::SharedGate>,
+    observer: Option<Arc<dyn Observer>>,
 }
 
 /// A [`RequestHandler`] being put together (see [`RequestHandler::builder`]).
@@ -181,6 +187,7 @@ pub struct HandlerBuilder {
     rate: Option<AgentRate>,
     concurrency: Option<Concurrency>,
     gate: Option<gate::SharedGate>,
+    observer: Option<Arc<dyn Observer>>,
 }
 
 impl HandlerBuilder {
@@ -267,6 +274,15 @@ impl HandlerBuilder {
         self
     }
 
+    /// Tells `observer` of every call (method, binding, version, outcome,
+    /// time taken), every stream opened and closed, and every task created
+    /// or changed: the hook metrics need (see [`crate::observe`]). Without
+    /// one (the default) none of it is measured.
+    pub fn observer(mut self, observer: Arc<dyn Observer>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
     /// The handler.
     pub fn build(self) -> RequestHandler {
         let streams = self.streams.unwrap_or_else(|| {
@@ -274,6 +290,7 @@ impl HandlerBuilder {
         });
         let mut live = LiveTasks::default();
         live.push = self.push.clone();
+        live.observer = self.observer.clone();
         RequestHandler {
             inner: Arc::new(Inner {
                 agent_id: self.agent_id,
@@ -291,6 +308,7 @@ impl HandlerBuilder {
                 rate: self.rate,
                 concurrency: self.concurrency,
                 gate: self.gate,
+                observer: self.observer,
             }),
         }
     }
@@ -374,6 +392,7 @@ impl RequestHandler {
             rate: None,
             concurrency: None,
             gate: None,
+            observer: None,
         }
     }
 
@@ -445,8 +464,30 @@ impl RequestHandler {
     ///
     /// Not an `async fn`: that would be a future as big as its biggest arm's
     /// (kilobytes, and the call kept twice in it) that every layer above
-    /// moves. The checks run now and each call gets one boxed future.
+    /// moves. The checks run now and each call gets one boxed future (two
+    /// with an [`Observer`], which is told how the call went).
     pub fn handle(&self, cx: CallContext, call: Call) -> BoxFuture<'_, Result<Reply, A2aError>> {
+        let Some(observer) = &self.inner.observer else {
+            return self.dispatch(cx, call);
+        };
+        let start = std::time::Instant::now();
+        let (method, binding, version) = (call.method(), cx.binding, cx.version);
+        let answer = self.dispatch(cx, call);
+        Box::pin(async move {
+            let answer = answer.await;
+            observer.call(&CallEvent {
+                agent_id: &self.inner.agent_id,
+                method,
+                binding,
+                version,
+                outcome: answer.as_ref().map(drop).map_err(|e| e.code),
+                elapsed: start.elapsed(),
+            });
+            answer
+        })
+    }
+
+    fn dispatch(&self, cx: CallContext, call: Call) -> BoxFuture<'_, Result<Reply, A2aError>> {
         if let Err(e) = self.admit(&cx, &call) {
             return Box::pin(std::future::ready(Err(e)));
         }
