@@ -96,6 +96,10 @@ pub struct ServeArgs {
     /// line, for a log pipeline). Filtered by `HEDDLE_LOG` either way.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+    /// Serve `/metrics` to anyone even with authentication on (by default
+    /// only admins read it then: the admin token, or an `[admin]` caller).
+    #[arg(long)]
+    public_metrics: bool,
 }
 
 /// How log lines are written ([`ServeArgs::log_format`]).
@@ -270,6 +274,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .unwrap_or_else(crate::hub_config::default_token_file);
     let token = crate::hub_config::admin_token(&token_file)?;
     builder = builder.admin(registry.admin_access(heddle_hub::AdminAccess::default().token(token)));
+    if args.public_metrics {
+        builder = builder.metrics_access(heddle_hub::MetricsAccess::Public);
+    }
     if let Some(file) = &args.secrets_file {
         let secrets = heddle_hub::remote::SecretSource::from_file(file)?;
         builder = builder.remote(heddle_hub::RemoteSettings {

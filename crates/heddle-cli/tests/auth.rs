@@ -305,6 +305,16 @@ async fn json_logs_name_no_credential() {
         .await
         .expect("sent");
     assert_eq!(bearer.status(), 401);
+    let anonymous = client
+        .get(format!("{}/metrics", server.url))
+        .send()
+        .await
+        .expect("refused");
+    assert_eq!(
+        anonymous.status(),
+        401,
+        "only admins read /metrics with auth on"
+    );
     let metrics = client
         .get(format!("{}/metrics", server.url))
         .bearer_auth(ADMIN)
