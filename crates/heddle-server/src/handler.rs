@@ -480,7 +480,7 @@ impl RequestHandler {
                 method,
                 binding,
                 version,
-                outcome: answer.as_ref().map(drop).map_err(|e| e.code),
+                outcome: answer.as_ref().map(|_| ()).map_err(|e| e.code),
                 elapsed: start.elapsed(),
             });
             answer
