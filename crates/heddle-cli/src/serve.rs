@@ -92,6 +92,23 @@ pub struct ServeArgs {
     /// UnsupportedOperation).
     #[arg(long)]
     conformance_no_streaming: bool,
+    /// Log lines on stderr as `text` (for a person) or `json` (one object a
+    /// line, for a log pipeline). Filtered by `HEDDLE_LOG` either way.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+    /// Serve `/metrics` to anyone even with authentication on (by default
+    /// only admins read it then: the admin token, or an `[admin]` caller).
+    #[arg(long)]
+    public_metrics: bool,
+}
+
+/// How log lines are written ([`ServeArgs::log_format`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One line of text per event.
+    Text,
+    /// One JSON object per event: timestamp, level, target, fields, spans.
+    Json,
 }
 
 fn bindings(names: &[String]) -> anyhow::Result<Bindings> {
@@ -176,7 +193,7 @@ fn open_sqlite(path: PathBuf) -> anyhow::Result<(Arc<dyn TaskStore>, String)> {
 
 /// Runs the server until Ctrl-C or SIGTERM.
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    init_tracing();
+    init_tracing(args.log_format);
     let bindings = bindings(&args.bindings)?;
     let tls = args.security.tls()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
@@ -257,6 +274,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .unwrap_or_else(crate::hub_config::default_token_file);
     let token = crate::hub_config::admin_token(&token_file)?;
     builder = builder.admin(registry.admin_access(heddle_hub::AdminAccess::default().token(token)));
+    if args.public_metrics {
+        builder = builder.metrics_access(heddle_hub::MetricsAccess::Public);
+    }
     if let Some(file) = &args.secrets_file {
         let secrets = heddle_hub::remote::SecretSource::from_file(file)?;
         builder = builder.remote(heddle_hub::RemoteSettings {
@@ -375,15 +395,25 @@ async fn shutdown() {
     }
 }
 
-/// Logs go to stderr, filtered by `HEDDLE_LOG` (default: Heddle's at info).
-fn init_tracing() {
-    tracing_subscriber::fmt()
+/// Logs go to stderr, filtered by `HEDDLE_LOG` (default: Heddle's at info),
+/// as text or JSON. Nothing logged carries a credential: request spans name
+/// the path, never the query or headers, and refusals say why, not what
+/// was presented (`tests/auth.rs` checks the JSON lines).
+fn init_tracing(format: LogFormat) {
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("HEDDLE_LOG")
                 .unwrap_or_else(|_| "heddle=info,warn".into()),
         )
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .init(),
+    }
 }
 
 /// The agents whose cards could not be signed, with why.

@@ -246,3 +246,115 @@ async fn get_task(client: &reqwest::Client, url: &str, key: &str) -> reqwest::Re
         .await?;
     Ok(resp.status().as_u16())
 }
+
+/// `--log-format json` writes one JSON object a line, and no credential
+/// reaches the log, even at debug: not an API key (valid, wrong, or in the
+/// query string), not a bearer token, not the admin token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_logs_name_no_credential() {
+    const ADMIN: &str = "admin-token-that-must-not-be-logged-0123";
+    const BEARER: &str = "bearer-secret-that-must-not-be-logged-4567";
+    const WRONG: &str = "hdk_0000000000000000_wrong-key-secret-89ab";
+    let dir = tempfile::tempdir().expect("tmp");
+    let store = format!("sqlite:{}", dir.path().join("heddle.db").display());
+    let config = dir.path().join("heddle.toml");
+    std::fs::write(&config, "[auth.api_keys]\n").expect("config");
+    let created = heddle(&["keys", "create", "--name", "ci", "--store", &store]);
+    assert!(created.status.success(), "{}", text(&created.stderr));
+    let key = text(&created.stdout).trim().to_owned();
+    let log_path = dir.path().join("serve.log");
+    let log = std::fs::File::create(&log_path).expect("log file");
+    let config = config.display().to_string();
+    let server = common::serve_logging(
+        &store,
+        &[
+            "--require-auth",
+            "--config",
+            &config,
+            "--log-format",
+            "json",
+        ],
+        &[("HEDDLE_LOG", "debug"), ("HEDDLE_ADMIN_TOKEN", ADMIN)],
+        log,
+    );
+    let client = reqwest::Client::new();
+    let rpc = format!("{}/api/v1/agents/echo/a2a", server.url);
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+        "params": {"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}});
+    let send = |url: String, header: (&'static str, String)| {
+        client
+            .post(url)
+            .header("A2A-Version", "1.0")
+            .header(header.0, header.1)
+            .json(&body)
+            .send()
+    };
+    let ok = send(rpc.clone(), ("api-key", key.clone()))
+        .await
+        .expect("sent");
+    assert_eq!(ok.status(), 200);
+    let in_query = send(format!("{rpc}?api_key={key}"), ("api-key", key.clone()))
+        .await
+        .expect("sent");
+    assert_eq!(in_query.status(), 200);
+    let wrong = send(rpc.clone(), ("api-key", WRONG.into()))
+        .await
+        .expect("sent");
+    assert_eq!(wrong.status(), 401);
+    let bearer = send(rpc.clone(), ("authorization", format!("Bearer {BEARER}")))
+        .await
+        .expect("sent");
+    assert_eq!(bearer.status(), 401);
+    let anonymous = client
+        .get(format!("{}/metrics", server.url))
+        .send()
+        .await
+        .expect("refused");
+    assert_eq!(
+        anonymous.status(),
+        401,
+        "only admins read /metrics with auth on"
+    );
+    let metrics = client
+        .get(format!("{}/metrics", server.url))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .expect("scraped");
+    assert_eq!(metrics.status(), 200);
+    let metrics = metrics.text().await.expect("text");
+    assert!(
+        metrics.contains("heddle_requests_total{agent=\"echo\""),
+        "{metrics}"
+    );
+    drop(server);
+
+    let logged = std::fs::read_to_string(&log_path).expect("log");
+    let lines: Vec<&str> = logged.lines().collect();
+    assert!(!lines.is_empty(), "debug logs something");
+    for line in &lines {
+        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert!(
+            v["level"].is_string() && v["timestamp"].is_string(),
+            "{line}"
+        );
+    }
+    assert!(
+        logged.contains("request refused"),
+        "the refusals are logged: {logged}"
+    );
+    let secret_of_key = key.rsplit('_').next().expect("secret part");
+    for secret in [
+        key.as_str(),
+        secret_of_key,
+        WRONG,
+        "wrong-key-secret",
+        BEARER,
+        ADMIN,
+    ] {
+        assert!(
+            !logged.contains(secret),
+            "{secret} is in the log:\n{logged}"
+        );
+    }
+}

@@ -150,7 +150,8 @@ impl Shared {
             self.remote.options.clone(),
             links,
         )
-        .map_err(upstream)?;
+        .map_err(upstream)?
+        .counting_errors(self.metrics.clone());
         Ok((remote::hub_profile(&card), Arc::new(agent)))
     }
 
@@ -283,7 +284,8 @@ impl Shared {
             // for each agent.
             .stream_slots(self.streams.clone())
             .caller_limits(self.caller_limits.clone())
-            .versions(self.versions);
+            .versions(self.versions)
+            .observer(crate::metrics::observer(&self.metrics));
         if let Some(extended) = extended {
             handler = handler.extended_card(extended);
         }

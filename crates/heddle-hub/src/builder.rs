@@ -32,6 +32,7 @@ pub struct HubBuilder {
     keep_registrations: bool,
     message_checks: BTreeMap<String, heddle_server::MessageCheck>,
     remote: RemoteSettings,
+    metrics_access: crate::MetricsAccess,
 }
 
 /// Why a hub could not be built.
@@ -74,6 +75,7 @@ impl HubBuilder {
                 secrets: crate::remote::SecretSource::environment(),
                 ..RemoteSettings::default()
             },
+            metrics_access: crate::MetricsAccess::default(),
         }
     }
 
@@ -138,6 +140,14 @@ impl HubBuilder {
     #[must_use]
     pub fn admin(mut self, admin: AdminAccess) -> Self {
         self.admin = admin;
+        self
+    }
+
+    /// Who may read `/metrics` (default [`crate::MetricsAccess::Auto`]:
+    /// anyone without an authenticator, admins only with one).
+    #[must_use]
+    pub fn metrics_access(mut self, access: crate::MetricsAccess) -> Self {
+        self.metrics_access = access;
         self
     }
 
@@ -258,6 +268,10 @@ impl HubBuilder {
                 heddle_server::PushNotifier::new(store.ok_or(PushError::NoStore)?, opts)
             })
             .transpose()?;
+        let metrics = Arc::new(crate::metrics::HubMetrics::new());
+        if let Some(n) = &notifier {
+            n.observe(crate::metrics::observer(&metrics));
+        }
         let registry = if self.keep_registrations {
             self.store.clone().registry_store()
         } else {
@@ -296,6 +310,8 @@ impl HubBuilder {
             message_checks: self.message_checks,
             remote: self.remote,
             live: LiveTable::default(),
+            metrics,
+            metrics_access: self.metrics_access,
             mcp: crate::mcp::server::Pool::default(),
             changes: tokio::sync::Mutex::new(()),
             #[cfg(feature = "grpc")]

@@ -10,6 +10,8 @@
 //! GET  /.well-known/agent-card.json                     the default agent's card
 //! GET  /.well-known/ai-catalog.json                     every listed agent's card (AI Catalog, provisional)
 //! ANY  /api/v1/admin/agents[/{agentId}]                 register, read, change, remove (admins only)
+//! GET  /metrics                                         OpenMetrics text (admins only when auth is on: [`MetricsAccess`])
+//! GET  /healthz, /readyz                                alive; ready (store, registry), 200 or 503
 //! ```
 //!
 //! The registry is live: agents are added, changed and removed while the
@@ -44,11 +46,13 @@ mod build;
 mod builder;
 pub mod config;
 mod discovery;
+mod health;
 mod live;
 pub mod llm;
 pub mod manifest;
 pub mod market;
 pub mod mcp;
+pub mod metrics;
 mod outbound;
 pub mod registry;
 pub mod remote;
@@ -70,6 +74,7 @@ pub use admin::AdminAccess;
 pub use builder::{BuildError, HubBuilder};
 pub use heddle_server::profile::AgentProfile;
 pub use live::{LiveAgent, Origin};
+pub use metrics::MetricsAccess;
 use registry::{AgentEntry, EntryError};
 
 /// One hosted agent.
@@ -189,6 +194,9 @@ pub(crate) struct Shared {
     pub(crate) message_checks: BTreeMap<String, heddle_server::MessageCheck>,
     pub(crate) remote: RemoteSettings,
     pub(crate) live: live::LiveTable,
+    /// Counted through the SDK's observer hook; read by `/metrics`.
+    pub(crate) metrics: Arc<metrics::HubMetrics>,
+    pub(crate) metrics_access: MetricsAccess,
     /// The servers of the mcp agents.
     pub(crate) mcp: mcp::server::Pool,
     /// One registry change at a time: the store write and the table swap

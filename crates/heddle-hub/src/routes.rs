@@ -36,6 +36,9 @@ impl Hub {
                 "/.well-known/ai-catalog.json",
                 get(crate::discovery::ai_catalog),
             )
+            .route("/metrics", get(crate::metrics::scrape))
+            .route("/healthz", get(crate::health::alive))
+            .route("/readyz", get(crate::health::ready))
             .merge(crate::admin::routes())
             .merge(crate::market::wallets::routes());
         let keys = self.jwks();

@@ -539,3 +539,49 @@ async fn a_valid_manifest_registers_a_remote_agent_whose_card_and_input_follow_i
         "total this"
     );
 }
+
+#[tokio::test]
+async fn metrics_need_an_admin_when_auth_is_on_unless_made_public() {
+    let keys = ApiKeys::new(Arc::new(MemoryKeyStore::default()));
+    let (boss_record, boss) = keys.create("boss").await.expect("boss");
+    let (_, user) = keys.create("user").await.expect("user");
+    let auth = Authenticator::builder()
+        .api_keys(keys)
+        .build()
+        .expect("authenticator");
+    let admins = AdminAccess::default()
+        .token(TOKEN)
+        .caller(boss_record.principal());
+    let router = hub_with(admins.clone(), Some(auth.clone())).await.router();
+    let scrape = |router: Router, header: Option<(&'static str, String)>| async move {
+        let h: Vec<(&str, &str)> = header.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        oneshot(&router, "GET", "/metrics", &h, None).await
+    };
+    assert_eq!(scrape(router.clone(), None).await.status, 401);
+    let user = ("api-key", user.expose().to_owned());
+    assert_eq!(scrape(router.clone(), Some(user.clone())).await.status, 403);
+    let boss_in = scrape(router.clone(), Some(("api-key", boss.expose().to_owned()))).await;
+    assert_eq!(boss_in.status, 200, "{}", boss_in.text);
+    assert!(boss_in.text.ends_with("# EOF\n"), "{}", boss_in.text);
+    let token = scrape(router.clone(), Some(("authorization", bearer(TOKEN)))).await;
+    assert_eq!(token.status, 200, "{}", token.text);
+    // Health stays public.
+    assert_eq!(
+        oneshot(&router, "GET", "/healthz", &[], None).await.status,
+        200
+    );
+
+    // Made public, anyone reads them, auth or not.
+    let public = demo_builtins(
+        Hub::builder("http://test.local", memory()),
+        DemoOptions::default(),
+    )
+    .entry(AgentEntry::builtin("echo", "echo"))
+    .admin(admins)
+    .authenticator(auth)
+    .metrics_access(heddle_hub::MetricsAccess::Public)
+    .build()
+    .await
+    .router();
+    assert_eq!(scrape(public, None).await.status, 200);
+}

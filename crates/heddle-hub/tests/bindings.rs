@@ -38,6 +38,10 @@ mod push;
 #[path = "bindings/conformance.rs"]
 mod conformance;
 
+/// `/metrics` scraped after calls on every wire; `/healthz` and `/readyz`.
+#[path = "bindings/metrics.rs"]
+mod metrics;
+
 mod common;
 
 use common::{WIRES, Wire};

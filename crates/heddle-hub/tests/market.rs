@@ -165,6 +165,17 @@ impl Fixture {
         body
     }
 
+    /// `/metrics` as text (public: this hub has no authenticator).
+    async fn metrics(&self) -> String {
+        let req = Request::get("/metrics")
+            .body(Body::empty())
+            .expect("request");
+        let resp = self.app.clone().oneshot(req).await.expect("response");
+        assert_eq!(resp.status(), StatusCode::OK);
+        let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+        String::from_utf8(bytes.to_vec()).expect("utf-8")
+    }
+
     fn ledger(&self) -> Arc<dyn LedgerStore> {
         self.store
             .clone()
@@ -334,6 +345,14 @@ async fn per_task_pays_for_a_completed_task_and_nothing_for_a_failed_one() {
     f.settled().await;
     assert_eq!(f.wallet().await, 97);
     assert_eq!(f.earned("clerk").await, 3);
+    // `/metrics` reads the same totals from the ledger, in minor units.
+    let metrics = f.metrics().await;
+    for line in [
+        "heddle_ledger_funded{currency=\"USD\"} 100",
+        "heddle_ledger_earned{agent=\"clerk\",currency=\"USD\"} 3",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line}:\n{metrics}");
+    }
 
     // The wallet's history: the top-up, and each task's hold and settlement.
     let (status, history) = f

@@ -221,6 +221,39 @@ async fn a_writer_flow_is_delivered_in_order_with_its_headers() {
         deduplicated(&all).iter().all(|d| d.task_id() == task_id),
         "every event is about the task"
     );
+    // `/metrics` counts each delivery, and the outbox empties (the last
+    // attempt is counted once the hub has the receiver's answer).
+    let delivered = "heddle_push_deliveries_total{agent=\"writer\",outcome=\"delivered\"}";
+    let count = |metrics: &str| -> Option<usize> {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(delivered))
+            .and_then(|n| n.trim().parse().ok())
+    };
+    let mut metrics = String::new();
+    for _ in 0..100 {
+        metrics = scrape(&app).await;
+        if metrics.contains("heddle_push_outbox_pending 0") && count(&metrics) == Some(all.len()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        metrics.contains("heddle_push_outbox_pending 0"),
+        "{metrics}"
+    );
+    assert_eq!(count(&metrics), Some(all.len()), "{metrics}");
+}
+
+/// `/metrics` as text.
+async fn scrape(app: &Router) -> String {
+    let req = Request::get("/metrics")
+        .body(Body::empty())
+        .expect("request");
+    let resp = app.clone().oneshot(req).await.expect("response");
+    assert_eq!(resp.status(), StatusCode::OK);
+    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+    String::from_utf8(bytes.to_vec()).expect("utf-8")
 }
 
 #[tokio::test]

@@ -253,6 +253,24 @@ async fn a_heddle_upstream_registered_at_run_time_is_served_and_its_card_outlive
         status_text(&failed)
     );
     assert!(took < Duration::from_secs(4), "took {took:?}");
+    // Counted as an upstream error of that agent, and only that one.
+    let metrics = http
+        .get(format!("{}/metrics", hub.base))
+        .send()
+        .await
+        .expect("scrape")
+        .text()
+        .await
+        .expect("text");
+    let errors: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("heddle_upstream_errors_total"))
+        .collect();
+    assert_eq!(
+        errors,
+        ["heddle_upstream_errors_total{agent=\"up\"} 1"],
+        "{metrics}"
+    );
     // Refreshing needs the upstream: a 502 problem, and the agent stays.
     let refresh = call(
         http.post(format!("{}/api/v1/admin/agents/up/refresh", hub.base))

@@ -28,6 +28,18 @@ pub enum Binding {
     Grpc,
 }
 
+impl Binding {
+    /// A lower-case name (`jsonrpc`, `rest`, `grpc`), for logs and metric
+    /// labels.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Binding::JsonRpc => "jsonrpc",
+            Binding::Rest => "rest",
+            Binding::Grpc => "grpc",
+        }
+    }
+}
+
 /// `err` as `binding` refuses a request, with the whole body in memory (so
 /// that a layer can put it in whatever body type its service uses).
 pub fn refusal_parts(binding: Binding, err: &A2aError) -> http::Response<Bytes> {

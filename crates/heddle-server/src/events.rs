@@ -20,6 +20,7 @@ pub use heddle_api::{EventError, TaskEvents};
 use crate::{
     lifecycle::check_transition,
     live::{LiveState, LiveTask},
+    observe::TaskStateEvent,
 };
 
 #[async_trait]
@@ -123,8 +124,22 @@ impl LiveTask {
             self.store.save(&self.scope, &st.task).await?;
         }
         st.created = true;
+        self.observe_created(st);
         self.emit(&st.task, || Payload::Task(st.task.clone())).await;
         Ok(())
+    }
+
+    /// Tells the observer, if any, that the task now exists.
+    pub(crate) fn observe_created(&self, st: &LiveState) {
+        if let Some(observer) = &self.observer {
+            observer.task_state(&TaskStateEvent {
+                agent_id: &self.scope.agent,
+                task_id: &self.id,
+                from: None,
+                from_since: None,
+                to: current_state(st),
+            });
+        }
     }
 
     /// Applies a status event to the task, whose lock the caller holds as
@@ -191,6 +206,16 @@ impl LiveTask {
             return Err(e.into());
         }
         st.dirty = false;
+        if let Some(observer) = &self.observer {
+            let old = old_status.as_ref();
+            observer.task_state(&TaskStateEvent {
+                agent_id: &self.scope.agent,
+                task_id: &self.id,
+                from: Some(old.map_or(v1::TaskState::Submitted, v1::TaskStatus::state)),
+                from_since: crate::observe::since(old),
+                to: state,
+            });
+        }
         if state.is_terminal() || state.is_interrupted() {
             st.settled_gen += 1;
             self.settled.notify_waiters();

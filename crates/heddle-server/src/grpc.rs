@@ -350,6 +350,7 @@ fn context(inc: &Incoming, service: ProtocolVersion) -> Result<CallContext, Stat
         extensions: extensions(&inc.meta),
         legacy_task_id: None,
         peer: inc.peer,
+        binding: Some(crate::Binding::Grpc),
     })
 }
 

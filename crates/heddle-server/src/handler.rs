@@ -25,6 +25,7 @@ use crate::limit::{AgentRate, CallerLimits};
 use crate::{
     agent::{AgentExecutor, Caller},
     live::{LiveTasks, Update},
+    observe::{CallEvent, Observer},
     push::PushNotifier,
 };
 
@@ -79,6 +80,9 @@ pub struct CallContext {
     /// caller with no id (anonymous) are kept per address, so that one
     /// client cannot take every anonymous caller's share.
     pub peer: Option<std::net::IpAddr>,
+    /// The binding the call came by (each binding fills it in), for an
+    /// [`Observer`]; `None` for a call made in-process.
+    pub binding: Option<crate::Binding>,
 }
 
 impl CallContext {
@@ -90,6 +94,7 @@ impl CallContext {
             extensions: Vec::new(),
             legacy_task_id: None,
             peer: None,
+            binding: None,
         }
     }
 
@@ -167,6 +172,7 @@ struct Inner {
     /// Every interface URL of its card: a chain naming any is a loop.
     agent_urls: Box<[String]>,
     max_hops: u32,
+    observer: Option<Arc<dyn Observer>>,
 }
 
 /// A [`RequestHandler`] being put together (see [`RequestHandler::builder`]).
@@ -187,6 +193,7 @@ pub struct HandlerBuilder {
     concurrency: Option<Concurrency>,
     gate: Option<gate::SharedGate>,
     max_hops: u32,
+    observer: Option<Arc<dyn Observer>>,
 }
 
 impl HandlerBuilder {
@@ -281,6 +288,15 @@ impl HandlerBuilder {
         self
     }
 
+    /// Tells `observer` of every call (method, binding, version, outcome,
+    /// time taken), every stream opened and closed, and every task created
+    /// or changed: the hook metrics need (see [`crate::observe`]). Without
+    /// one (the default) none of it is measured.
+    pub fn observer(mut self, observer: Arc<dyn Observer>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
     /// The handler.
     pub fn build(self) -> RequestHandler {
         let streams = self.streams.unwrap_or_else(|| {
@@ -300,6 +316,7 @@ impl HandlerBuilder {
             .iter()
             .map(|i| i.url.clone())
             .collect();
+        live.observer = self.observer.clone();
         RequestHandler {
             inner: Arc::new(Inner {
                 agent_id: self.agent_id,
@@ -320,6 +337,7 @@ impl HandlerBuilder {
                 agent_url,
                 agent_urls,
                 max_hops: self.max_hops,
+                observer: self.observer,
             }),
         }
     }
@@ -404,6 +422,7 @@ impl RequestHandler {
             concurrency: None,
             gate: None,
             max_hops: heddle_api::delegation::DEFAULT_MAX_HOPS,
+            observer: None,
         }
     }
 
@@ -475,9 +494,31 @@ impl RequestHandler {
     ///
     /// Not an `async fn`: that would be a future as big as its biggest arm's
     /// (kilobytes, and the call kept twice in it) that every layer above
-    /// moves. The checks run now and each call gets one boxed future.
+    /// moves. The checks run now and each call gets one boxed future (two
+    /// with an [`Observer`], which is told how the call went).
     pub fn handle(&self, cx: CallContext, call: Call) -> BoxFuture<'_, Result<Reply, A2aError>> {
         self.describe_span(&cx, &call);
+        let Some(observer) = &self.inner.observer else {
+            return self.dispatch(cx, call);
+        };
+        let start = std::time::Instant::now();
+        let (method, binding, version) = (call.method(), cx.binding, cx.version);
+        let answer = self.dispatch(cx, call);
+        Box::pin(async move {
+            let answer = answer.await;
+            observer.call(&CallEvent {
+                agent_id: &self.inner.agent_id,
+                method,
+                binding,
+                version,
+                outcome: answer.as_ref().map(|_| ()).map_err(|e| e.code),
+                elapsed: start.elapsed(),
+            });
+            answer
+        })
+    }
+
+    fn dispatch(&self, cx: CallContext, call: Call) -> BoxFuture<'_, Result<Reply, A2aError>> {
         if let Err(e) = self.admit(&cx, &call) {
             return Box::pin(std::future::ready(Err(e)));
         }
@@ -525,6 +566,9 @@ impl RequestHandler {
             span.record("a2a.method", name);
         }
         span.record("a2a.version", cx.version.as_str());
+        if let Some(binding) = cx.binding {
+            span.record("a2a.binding", binding.as_str());
+        }
         span.record("gen_ai.agent.id", self.agent_id());
         if cx.caller.authenticated {
             span.record("a2a.caller", cx.caller.id.as_str());

@@ -420,6 +420,7 @@ fn start<'a>(handler: &'a RequestHandler, env: &Envelope, item: Item, in_batch: 
         extensions: env.extensions.clone(),
         legacy_task_id: decoded.legacy_task_id,
         peer: env.peer,
+        binding: Some(crate::Binding::JsonRpc),
     };
     Start::Running(Started {
         call: handler.handle(cx, decoded.call),

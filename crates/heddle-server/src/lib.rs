@@ -27,8 +27,11 @@
 //!   once, the others queued by [`Priority`]: [`Concurrency`]),
 //!   [`message_check`](HandlerBuilder::message_check),
 //!   [`versions`](HandlerBuilder::versions),
-//!   [`extended_card`](HandlerBuilder::extended_card) and
-//!   [`push`](HandlerBuilder::push).
+//!   [`extended_card`](HandlerBuilder::extended_card),
+//!   [`push`](HandlerBuilder::push) and
+//!   [`observer`](HandlerBuilder::observer) (calls, streams and task
+//!   states told to an [`Observer`], for metrics).
+//! * [`observe`]: the [`Observer`] trait and what it is told.
 //! * [`lifecycle`]: the task state machine.
 //! * `jsonrpc` (private) and [`server::AgentRoutes`]: the JSON-RPC + SSE
 //!   binding and the card routes as an axum router.
@@ -70,6 +73,7 @@ pub mod lifecycle;
 pub mod limit;
 pub mod listen;
 mod live;
+pub mod observe;
 pub mod profile;
 pub mod push;
 mod redact;
@@ -90,6 +94,7 @@ pub use handler::{
     PriorityFn, Reply, RequestHandler, SendAtGate, SendGate, StreamSlots,
 };
 pub use heddle_api::delegation;
+pub use observe::Observer;
 pub use push::{PushNotifier, PushOptions, PushPolicy};
 pub use server::{AgentRoutes, CARD_PATHS, card_router, lenient_paths, normalize_path};
 

@@ -20,7 +20,7 @@ use heddle_store::{Scope, StoreError, TaskStore};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use crate::push::PushNotifier;
+use crate::{observe::Observer, push::PushNotifier};
 
 /// One event as broadcast to subscribers (shared, encoded per subscriber).
 pub type Update = Arc<v1::StreamResponse>;
@@ -77,6 +77,8 @@ pub(crate) struct LiveTask {
     pub store: Arc<dyn TaskStore>,
     /// Push delivery, when the server has it.
     pub push: Option<PushNotifier>,
+    /// Told of the task's creation and state changes, when the handler has one.
+    pub observer: Option<Arc<dyn Observer>>,
 }
 
 impl std::fmt::Debug for LiveTask {
@@ -107,6 +109,7 @@ impl LiveTask {
         created: bool,
         store: Arc<dyn TaskStore>,
         push: Option<PushNotifier>,
+        observer: Option<Arc<dyn Observer>>,
     ) -> Self {
         Self {
             scope,
@@ -128,6 +131,7 @@ impl LiveTask {
             settled: tokio::sync::Notify::new(),
             store,
             push,
+            observer,
         }
     }
 
@@ -210,6 +214,8 @@ pub(crate) struct LiveTasks {
     map: Mutex<HashMap<String, Arc<LiveTask>>>,
     /// Given to every task made live.
     pub push: Option<PushNotifier>,
+    /// Given to every task made live.
+    pub observer: Option<Arc<dyn Observer>>,
 }
 
 /// A subscription taken under the registry lock: the task and a receiver
@@ -267,7 +273,14 @@ impl LiveTasks {
         store: Arc<dyn TaskStore>,
         subscribe: bool,
     ) -> Attached {
-        let live = Arc::new(LiveTask::new(scope, task, false, store, self.push.clone()));
+        let live = Arc::new(LiveTask::new(
+            scope,
+            task,
+            false,
+            store,
+            self.push.clone(),
+            self.observer.clone(),
+        ));
         let rx = subscribe.then(|| live.subscribe());
         self.lock().insert(live.id.clone(), live.clone());
         Attached { live, rx }
@@ -301,6 +314,7 @@ impl LiveTasks {
                     true,
                     store.clone(),
                     self.push.clone(),
+                    self.observer.clone(),
                 ))
             })
             .clone();

@@ -163,3 +163,6 @@ async fn an_agent_panicking_after_it_waited_fails_its_task() {
 /// A concurrency limit and its queue; an agent's own request rate.
 #[path = "execution/queue.rs"]
 mod queue;
+
+#[path = "execution/observe.rs"]
+mod observe;

@@ -26,6 +26,16 @@ impl Drop for Server {
 /// Starts `heddle serve` on ephemeral ports with `store` and `extra`
 /// arguments; returns once its banner names the URL.
 pub fn serve(store: &str, extra: &[&str]) -> Server {
+    serve_logging(store, extra, &[], Stdio::null())
+}
+
+/// [`serve`] with `env` set and its log (stderr) going to `log`.
+pub fn serve_logging(
+    store: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+    log: impl Into<Stdio>,
+) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_heddle"))
         .args([
             "serve",
@@ -37,8 +47,9 @@ pub fn serve(store: &str, extra: &[&str]) -> Server {
             store,
         ])
         .args(extra)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(log)
         .spawn()
         .expect("heddle serve starts");
     let mut lines = BufReader::new(child.stdout.take().expect("stdout"));

@@ -110,6 +110,8 @@ pub struct RemoteAgent {
     streaming: bool,
     /// Every secret value, to scrub from error texts.
     secrets: Vec<Secret>,
+    /// Counts executions that fail upstream, when the hub keeps metrics.
+    metrics: Option<Arc<crate::metrics::HubMetrics>>,
 }
 
 impl std::fmt::Debug for RemoteAgent {
@@ -179,7 +181,15 @@ impl RemoteAgent {
             timeouts: t,
             streaming,
             secrets: resolved.secrets,
+            metrics: None,
         })
+    }
+
+    /// Counts each execution that fails upstream in `metrics`
+    /// (`heddle_upstream_errors_total`).
+    pub(crate) fn counting_errors(mut self, metrics: Arc<crate::metrics::HubMetrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// The upstream interface in use.
@@ -435,7 +445,12 @@ impl AgentExecutor for RemoteAgent {
                 tokio::time::sleep(self.timeouts.call + Duration::from_secs(1)).await;
                 Ok(())
             }
-            run = self.run(&ctx, &events) => run.map_err(AgentError::new),
+            run = self.run(&ctx, &events) => run.map_err(|e| {
+                if let Some(m) = &self.metrics {
+                    m.upstream_error(&self.agent_id);
+                }
+                AgentError::new(e)
+            }),
         }
     }
 

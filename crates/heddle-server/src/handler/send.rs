@@ -157,6 +157,7 @@ impl RequestHandler {
                     .await
                     .map_err(store_err)?;
                 st.created = true;
+                live.observe_created(&st);
             }
             st.settled_gen
         };
@@ -183,7 +184,10 @@ impl RequestHandler {
 
         if let Some(rx) = rx {
             // The first event is the task (created) or the agent's direct message.
-            return Ok(Reply::Stream(self.event_stream(live, rx, None, permit)));
+            let opened = (&cx, heddle_core::method::Method::SendStreamingMessage);
+            return Ok(Reply::Stream(
+                self.event_stream(live, rx, None, permit, opened),
+            ));
         }
         if config.return_immediately {
             let task = live.state.lock().await.task.clone();

@@ -1,15 +1,20 @@
 //! Event streams: SubscribeToTask, and the relay every stream uses.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Instant};
 
 use heddle_core::{
-    A2aError, ErrorCode,
+    A2aError, ErrorCode, ProtocolVersion,
+    method::Method,
     v1::{self, stream_response::Payload},
 };
 use tokio::sync::broadcast::error::RecvError;
 
 use super::{CallContext, EventStream, RequestHandler, stream_slots::StreamSlot};
-use crate::live::{LiveTask, Update};
+use crate::{
+    Binding,
+    live::{LiveTask, Update},
+    observe::StreamEvent,
+};
 
 impl RequestHandler {
     pub(super) fn stream_permit(&self, cx: &CallContext) -> Result<StreamSlot, A2aError> {
@@ -24,21 +29,46 @@ impl RequestHandler {
         rx: tokio::sync::broadcast::Receiver<Update>,
         first: Option<v1::Task>,
         permit: Option<StreamSlot>,
+        opened: (&CallContext, Method),
     ) -> EventStream {
         struct Guard {
             handler: RequestHandler,
             id: String,
             _permit: Option<StreamSlot>,
+            /// The stream's facts and start, when an observer watches.
+            watch: Option<(Method, Option<Binding>, ProtocolVersion, Instant)>,
         }
         impl Drop for Guard {
             fn drop(&mut self) {
                 self.handler.inner.live.release(&self.id);
+                if let (Some(observer), Some((method, binding, version, start))) =
+                    (&self.handler.inner.observer, self.watch)
+                {
+                    let stream = StreamEvent {
+                        agent_id: &self.handler.inner.agent_id,
+                        method,
+                        binding,
+                        version,
+                    };
+                    observer.stream_closed(&stream, start.elapsed());
+                }
             }
         }
+        let watch = self.inner.observer.as_ref().map(|observer| {
+            let (cx, method) = opened;
+            observer.stream_opened(&StreamEvent {
+                agent_id: &self.inner.agent_id,
+                method,
+                binding: cx.binding,
+                version: cx.version,
+            });
+            (method, cx.binding, cx.version, Instant::now())
+        });
         let guard = Guard {
             handler: self.clone(),
             id: live.id.clone(),
             _permit: permit,
+            watch,
         };
         let first = first.map(|t| {
             Arc::new(v1::StreamResponse {
@@ -118,7 +148,13 @@ impl RequestHandler {
         let Some(rx) = lease.take_rx() else {
             return Err(A2aError::internal("subscription was not created"));
         };
-        Ok(self.event_stream(live, rx, Some(snapshot), Some(permit)))
+        Ok(self.event_stream(
+            live,
+            rx,
+            Some(snapshot),
+            Some(permit),
+            (cx, Method::SubscribeToTask),
+        ))
     }
 }
 

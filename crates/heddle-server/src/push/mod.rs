@@ -41,6 +41,8 @@ use heddle_core::{ProtocolVersion, compat::v03, v1};
 use heddle_store::{Delivery, DeliveryOutcome, NewDelivery, PushConfigRecord, PushStore, Scope};
 use tokio::sync::Notify;
 
+use crate::observe::{Observer, PushEvent, PushOutcome};
+
 pub use policy::{BadCidr, Cidr, PushPolicy, Refused};
 pub use signer::{JWT_HEADER, PushSigner, SignerError};
 
@@ -137,6 +139,8 @@ struct Inner {
     /// with no configs, and a server with none pays one atomic load per event.
     armed_len: AtomicUsize,
     wake: Notify,
+    /// Told of each attempt and the outbox's depth ([`PushNotifier::observe`]).
+    observer: std::sync::OnceLock<Arc<dyn Observer>>,
 }
 
 fn key(scope: &Scope, task_id: &str) -> (String, String, String) {
@@ -176,8 +180,17 @@ impl PushNotifier {
                 armed: Mutex::default(),
                 armed_len: AtomicUsize::new(0),
                 wake: Notify::new(),
+                observer: std::sync::OnceLock::new(),
             }),
         })
+    }
+
+    /// Tells `observer` how each delivery attempt ends and how many
+    /// deliveries wait after each pass of the worker (see
+    /// [`crate::observe`]). One observer per notifier: a second call
+    /// changes nothing and returns `false`.
+    pub fn observe(&self, observer: Arc<dyn Observer>) -> bool {
+        self.inner.observer.set(observer).is_ok()
     }
 
     /// The SSRF policy in force.
@@ -329,6 +342,7 @@ impl PushNotifier {
     /// waiting one is due.
     async fn run_once(&self) -> Result<(usize, Option<i64>), heddle_store::StoreError> {
         let pending = self.inner.store.pending_deliveries(1024).await?;
+        let waiting = pending.len();
         let now = now_ms();
         let mut seen = HashSet::new();
         let mut due = Vec::new();
@@ -344,11 +358,16 @@ impl PushNotifier {
             }
         }
         let n = due.len();
-        futures::future::join_all(due.into_iter().map(|d| self.attempt(d))).await;
+        let done = futures::future::join_all(due.into_iter().map(|d| self.attempt(d))).await;
+        if let Some(observer) = self.inner.observer.get() {
+            let left = done.into_iter().filter(|&gone| gone).count();
+            observer.push_outbox(waiting.saturating_sub(left));
+        }
         Ok((n, next))
     }
 
-    async fn attempt(&self, d: Delivery) {
+    /// One attempt of `d`; whether it left the outbox (delivered or dead).
+    async fn attempt(&self, d: Delivery) -> bool {
         let attempts = d.attempts.saturating_add(1);
         let outcome = match self.send(&d).await {
             Ok(()) => DeliveryOutcome::Delivered,
@@ -369,9 +388,21 @@ impl PushNotifier {
                 }
             }
         };
+        let observed = match &outcome {
+            DeliveryOutcome::Delivered => PushOutcome::Delivered,
+            DeliveryOutcome::Retry { .. } => PushOutcome::Retrying,
+            DeliveryOutcome::Dead { .. } => PushOutcome::DeadLettered,
+        };
         if let Err(e) = self.inner.store.finish_delivery(d.seq, outcome).await {
             tracing::error!(delivery = %d.item.id, error = %e, "push: cannot record the outcome");
         }
+        if let Some(observer) = self.inner.observer.get() {
+            observer.push_attempt(&PushEvent {
+                agent_id: &d.item.scope.agent,
+                outcome: observed,
+            });
+        }
+        observed != PushOutcome::Retrying
     }
 
     /// Exponential backoff with "equal jitter": half fixed, half random.

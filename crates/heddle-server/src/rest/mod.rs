@@ -132,6 +132,7 @@ fn context(
             extensions: env.extensions,
             legacy_task_id: None,
             peer: env.peer,
+            binding: Some(crate::Binding::Rest),
         }),
     }
 }
