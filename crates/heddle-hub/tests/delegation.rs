@@ -596,3 +596,113 @@ async fn the_research_demo_delegates_to_the_writer_and_the_summarizer() {
         .expect("the writer's task");
     assert_eq!(state(&report), v1::TaskState::Completed);
 }
+
+/// The spans every test of this file makes, exported in process; the
+/// W3C propagator installed, as `heddle serve --otlp-endpoint` does.
+fn exported_spans() -> &'static opentelemetry_sdk::trace::InMemorySpanExporter {
+    use opentelemetry::trace::TracerProvider as _;
+    use tracing_subscriber::{Layer as _, layer::SubscriberExt as _};
+    static EXPORTER: std::sync::OnceLock<opentelemetry_sdk::trace::InMemorySpanExporter> =
+        std::sync::OnceLock::new();
+    EXPORTER.get_or_init(|| {
+        let exporter = opentelemetry_sdk::trace::InMemorySpanExporter::default();
+        let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+            .with_simple_exporter(exporter.clone())
+            .build();
+        let only_a2a = tracing_subscriber::filter::Targets::new()
+            .with_target(heddle_server::trace::TARGET, tracing::Level::INFO);
+        let layer = tracing_opentelemetry::layer()
+            .with_tracer(provider.tracer("delegation-test"))
+            .with_filter(only_a2a);
+        tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer))
+            .expect("the only subscriber");
+        opentelemetry::global::set_text_map_propagator(
+            opentelemetry_sdk::propagation::TraceContextPropagator::new(),
+        );
+        exporter
+    })
+}
+
+/// One trace from the root's caller down the three hops, over JSON-RPC
+/// v0.3, gRPC v1.0 and REST v1.0: every request and run of the chain has
+/// the caller's trace id, with the A2A attributes on each request.
+#[tokio::test]
+async fn the_chain_is_one_trace_across_bindings() {
+    use opentelemetry::trace::TraceContextExt as _;
+    use tracing::Instrument as _;
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    let exporter = exported_spans();
+    let seen = Arc::new(Seen::default());
+    let base = hub(&seen).await;
+    let root = client(&base, "hop1", Binding::JsonRpc, ProtocolVersion::V0_3).await;
+    let span = tracing::info_span!(target: "a2a", "test.root");
+    let trace_id = span.context().span().span_context().trace_id();
+    let t = task_of(
+        tokio::time::timeout(STEP, root.send(request("quick", None, true)))
+            .instrument(span.clone())
+            .await
+            .expect("in time")
+            .expect("send"),
+    );
+    drop(span);
+    assert_eq!(state(&t), v1::TaskState::Completed, "{}", reason(&t));
+    let ids = [
+        ran(&seen, "hop1").await.task_id,
+        ran(&seen, "hop2").await.task_id,
+        ran(&seen, "hop3").await.task_id,
+    ];
+    let attr = |s: &opentelemetry_sdk::trace::SpanData, key: &str| {
+        s.attributes
+            .iter()
+            .find(|kv| kv.key.as_str() == key)
+            .map(|kv| kv.value.to_string())
+    };
+    // Each run's span ends as its task does; wait for the third.
+    let start = Instant::now();
+    let spans = loop {
+        let spans = exporter.get_finished_spans().expect("spans");
+        let runs = spans
+            .iter()
+            .filter(|s| s.name == "a2a.execute")
+            .filter(|s| attr(s, "a2a.task_id").is_some_and(|id| ids.contains(&id)))
+            .count();
+        if runs == 3 {
+            break spans;
+        }
+        assert!(start.elapsed() < STEP, "{runs} of 3 runs exported");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let ours: Vec<_> = spans
+        .iter()
+        .filter(|s| attr(s, "a2a.task_id").is_some_and(|id| ids.contains(&id)))
+        .collect();
+    assert!(
+        ours.iter().all(|s| s.span_context.trace_id() == trace_id),
+        "a span left the trace: {:?}",
+        ours.iter()
+            .map(|s| (s.name.to_string(), s.span_context.trace_id()))
+            .collect::<Vec<_>>()
+    );
+    // The requests that made the three tasks, one per binding and version.
+    let mut sends: Vec<(String, String, String)> = ours
+        .iter()
+        .filter(|s| s.name == "a2a.request")
+        .filter_map(|s| {
+            Some((
+                attr(s, "a2a.method")?,
+                attr(s, "a2a.binding")?,
+                attr(s, "a2a.version")?,
+            ))
+        })
+        .filter(|(m, _, _)| m == "SendMessage")
+        .collect();
+    sends.sort();
+    assert_eq!(
+        sends,
+        vec![
+            ("SendMessage".into(), "grpc".into(), "1.0".into()),
+            ("SendMessage".into(), "jsonrpc".into(), "0.3".into()),
+            ("SendMessage".into(), "rest".into(), "1.0".into()),
+        ]
+    );
+}
