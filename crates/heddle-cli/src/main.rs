@@ -15,6 +15,7 @@ mod serve_auth;
 mod serve_limits;
 mod serve_tls;
 mod task_tree;
+mod telemetry;
 mod trust;
 mod wallet;
 mod webhook;

@@ -100,6 +100,11 @@ pub struct ServeArgs {
     /// only admins read it then: the admin token, or an `[admin]` caller).
     #[arg(long)]
     public_metrics: bool,
+    /// Export the spans of every A2A request and agent run over OTLP/HTTP
+    /// to this collector (its base URL, e.g. `http://127.0.0.1:4318`), and
+    /// join callers' W3C trace context.
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    otlp_endpoint: Option<String>,
 }
 
 /// How log lines are written ([`ServeArgs::log_format`]).
@@ -193,7 +198,7 @@ fn open_sqlite(path: PathBuf) -> anyhow::Result<(Arc<dyn TaskStore>, String)> {
 
 /// Runs the server until Ctrl-C or SIGTERM.
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    init_tracing(args.log_format);
+    let _telemetry = crate::telemetry::init(args.log_format, args.otlp_endpoint.as_deref())?;
     let bindings = bindings(&args.bindings)?;
     let tls = args.security.tls()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
@@ -392,27 +397,6 @@ async fn shutdown() {
     tokio::select! {
         () = ctrl_c => {}
         () = term => {}
-    }
-}
-
-/// Logs go to stderr, filtered by `HEDDLE_LOG` (default: Heddle's at info),
-/// as text or JSON. Nothing logged carries a credential: request spans name
-/// the path, never the query or headers, and refusals say why, not what
-/// was presented (`tests/auth.rs` checks the JSON lines).
-fn init_tracing(format: LogFormat) {
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("HEDDLE_LOG")
-                .unwrap_or_else(|_| "heddle=info,warn".into()),
-        )
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder
-            .json()
-            .with_current_span(true)
-            .with_span_list(false)
-            .init(),
     }
 }
 

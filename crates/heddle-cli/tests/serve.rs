@@ -698,3 +698,99 @@ fn the_research_demo_and_its_task_tree() {
         "{out}"
     );
 }
+
+/// A stand-in OTLP/HTTP collector: every body POSTed to it, as it came.
+fn otlp_collector() -> (String, std::sync::mpsc::Receiver<Vec<u8>>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(conn.try_clone().expect("clone"));
+                loop {
+                    let mut length = 0usize;
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    loop {
+                        line.clear();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let l = line.trim_end().to_ascii_lowercase();
+                        if l.is_empty() {
+                            break;
+                        }
+                        if let Some(n) = l.strip_prefix("content-length:") {
+                            length = n.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    let _ = tx.send(body);
+                    let _ = conn.write_all(
+                        b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n",
+                    );
+                }
+            });
+        }
+    });
+    (url, rx)
+}
+
+/// `--otlp-endpoint`: a request that arrives with a W3C `traceparent` is
+/// exported to the collector in the caller's trace (its 16-byte trace id
+/// is in the OTLP body), with its A2A attributes.
+#[tokio::test]
+async fn spans_are_exported_over_otlp_in_the_callers_trace() {
+    let (collector, bodies) = otlp_collector();
+    let server = common::serve_logging(
+        "memory",
+        &["--otlp-endpoint", &collector],
+        &[("OTEL_BSP_SCHEDULE_DELAY", "100")],
+        Stdio::null(),
+    );
+    let trace_hex = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                      "params": {"message": message("m-otlp", "traced")}});
+    let answer: Value = reqwest::Client::new()
+        .post(format!("{}/api/v1/agents/echo/a2a", server.url))
+        .header("A2A-Version", "1.0")
+        .header("traceparent", format!("00-{trace_hex}-00f067aa0ba902b7-01"))
+        .json(&body)
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(
+        answer["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{answer}"
+    );
+    let trace_id: Vec<u8> = (0..16)
+        .map(|i| u8::from_str_radix(&trace_hex[2 * i..2 * i + 2], 16).expect("hex"))
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen = Vec::new();
+    while Instant::now() < deadline {
+        if let Ok(body) = bodies.recv_timeout(Duration::from_millis(200)) {
+            seen.extend(body);
+        }
+        let has = |needle: &[u8]| seen.windows(needle.len()).any(|w| w == needle);
+        if has(&trace_id) && has(b"a2a.execute") && has(b"SendMessage") {
+            return;
+        }
+    }
+    panic!(
+        "the collector never got the caller's trace ({} bytes seen)",
+        seen.len()
+    );
+}
