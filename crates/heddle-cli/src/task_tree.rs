@@ -179,21 +179,6 @@ fn print_node(n: &Node, depth: usize) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::origin;
-
-    #[test]
-    fn an_origin_is_scheme_host_and_port() {
-        assert_eq!(
-            origin("http://h:8080/api/v1/agents/a"),
-            Some("http://h:8080")
-        );
-        assert_eq!(origin("https://h"), Some("https://h"));
-        assert_eq!(origin("h:50051"), None);
-    }
-}
-
 fn to_json(n: &Node) -> Value {
     let mut o = json!({
         "agent": n.agent,
@@ -208,4 +193,19 @@ fn to_json(n: &Node) -> Value {
         o["cost"] = json!(c);
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::origin;
+
+    #[test]
+    fn an_origin_is_scheme_host_and_port() {
+        assert_eq!(
+            origin("http://h:8080/api/v1/agents/a"),
+            Some("http://h:8080")
+        );
+        assert_eq!(origin("https://h"), Some("https://h"));
+        assert_eq!(origin("h:50051"), None);
+    }
 }
