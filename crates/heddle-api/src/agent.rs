@@ -13,7 +13,7 @@ use heddle_core::{ProtocolVersion, v1, wkt::Struct};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    delegation::{Delegated, Delegation, DelegationError},
+    delegation::{Delegation, DelegationError},
     events::{EventError, TaskEvents},
 };
 
@@ -82,8 +82,9 @@ pub struct RequestContext {
     /// (no loop, within the hop limit, before the deadline); `None` at the
     /// root of a chain. A call made for this task carries it on.
     pub delegation: Option<Box<Delegation>>,
-    /// The tasks this agent's calls made for this task (see [`Delegated`]).
-    pub delegated: Delegated,
+    /// The most agents a chain this agent starts may hold (the server's
+    /// [`Delegation::max_hops`] limit), when the request carried no chain.
+    pub max_hops: u32,
 }
 
 impl RequestContext {
@@ -96,7 +97,11 @@ impl RequestContext {
     /// chain so far with this agent and task added. Refused when the
     /// callee would be past the hop limit.
     pub fn delegation_for_call(&self) -> Result<Delegation, DelegationError> {
-        let base = self.delegation.as_deref().cloned().unwrap_or_default();
+        let base = self
+            .delegation
+            .as_deref()
+            .cloned()
+            .unwrap_or_else(|| Delegation::root(self.max_hops));
         base.next(&self.agent, &self.task_id)
     }
 

@@ -21,8 +21,6 @@
 //! } }
 //! ```
 
-use std::sync::{Arc, Mutex, OnceLock};
-
 use heddle_core::wkt::{Struct, Timestamp};
 use serde_json::{Map, Value, json};
 
@@ -42,48 +40,60 @@ const MAX_ID_LEN: usize = 2048;
 /// One agent the request came through, and the task it runs there.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hop {
-    /// The agent, by the URL of its card's first interface.
+    /// The agent, by its card's first interface ([`agent_name`]).
     pub agent: String,
     /// The task it runs, which this request works for.
     pub task_id: String,
 }
 
-/// The calls an agent made for one task, as the tasks they made (shared
-/// by the clones of its [`crate::RequestContext`]; nothing is allocated
-/// until the first call). Recorded in the task's metadata under
-/// [`DELEGATION_EXT`] as `children`, so a tool can walk the tree from the
-/// root down.
-#[derive(Clone, Debug, Default)]
-pub struct Delegated(OnceLock<Arc<Mutex<Vec<Hop>>>>);
+/// The most children one task records: later calls still run, unrecorded.
+pub const MAX_CHILDREN: usize = 256;
 
-impl Delegated {
-    /// The list the calls are recorded in (made on first use).
-    pub fn list(&self) -> Arc<Mutex<Vec<Hop>>> {
-        self.0.get_or_init(Default::default).clone()
+/// Adds `child` to the children recorded in `task_metadata` (under
+/// [`DELEGATION_EXT`]), unless it is there, the list is full, or its
+/// fields are longer than a chain's may be. Whether it was added.
+pub fn add_child(task_metadata: &mut Option<Struct>, child: Hop) -> bool {
+    if child.agent.is_empty()
+        || child.task_id.is_empty()
+        || child.agent.len() > MAX_ID_LEN
+        || child.task_id.len() > MAX_ID_LEN
+    {
+        return false;
     }
-
-    /// The tasks made so far.
-    pub fn tasks(&self) -> Vec<Hop> {
-        self.0.get().map_or_else(Vec::new, |l| {
-            l.lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .clone()
-        })
+    let mut children = children_of(task_metadata.as_ref());
+    if children.contains(&child) || children.len() >= MAX_CHILDREN {
+        return false;
     }
-}
-
-/// The task metadata that records `children` (see [`Delegated`]).
-pub fn children_metadata(children: &[Hop]) -> Struct {
+    children.push(child);
     let list: Vec<Value> = children
         .iter()
         .map(|h| json!({ "agent": h.agent, "taskId": h.task_id }))
         .collect();
-    let mut m = Map::new();
-    m.insert(DELEGATION_EXT.to_owned(), json!({ "children": list }));
-    Struct(m)
+    let meta = task_metadata.get_or_insert_with(Struct::default);
+    match meta.0.get_mut(DELEGATION_EXT) {
+        Some(Value::Object(ext)) => {
+            ext.insert("children".into(), Value::Array(list));
+        }
+        _ => {
+            meta.0
+                .insert(DELEGATION_EXT.to_owned(), json!({ "children": list }));
+        }
+    }
+    true
 }
 
-/// The tasks a task's metadata says it made (see [`Delegated`]); entries
+/// The name a delegation chain gives the agent behind `interface`: its URL,
+/// with `#tenant` when the interface names a tenant (a hub's agents share
+/// one gRPC address, told apart by tenant).
+pub fn agent_name(interface: &heddle_core::v1::AgentInterface) -> String {
+    if interface.tenant.is_empty() {
+        interface.url.clone()
+    } else {
+        format!("{}#{}", interface.url, interface.tenant)
+    }
+}
+
+/// The tasks a task's metadata says it made (see [`add_child`]); entries
 /// that are not well formed are skipped.
 pub fn children_of(task_metadata: Option<&Struct>) -> Vec<Hop> {
     task_metadata
@@ -380,6 +390,39 @@ mod tests {
         let mut m = None;
         d.put_into(&mut m);
         assert_eq!(Delegation::from_metadata(m.as_ref()), Ok(Some(d)));
+    }
+
+    #[test]
+    fn children_merge_once_and_stay_bounded() {
+        let hop = |t: &str| Hop {
+            agent: "https://a.example/".into(),
+            task_id: t.into(),
+        };
+        let mut m = None;
+        assert!(add_child(&mut m, hop("1")));
+        assert!(!add_child(&mut m, hop("1")), "the same child twice");
+        assert!(add_child(&mut m, hop("2")));
+        assert_eq!(children_of(m.as_ref()), vec![hop("1"), hop("2")]);
+        assert!(!add_child(&mut m, hop(&"x".repeat(MAX_ID_LEN + 1))));
+        for i in 3..=MAX_CHILDREN + 5 {
+            add_child(&mut m, hop(&i.to_string()));
+        }
+        assert_eq!(children_of(m.as_ref()).len(), MAX_CHILDREN);
+    }
+
+    #[test]
+    fn an_agent_behind_a_shared_grpc_address_is_named_by_its_tenant() {
+        let iface = |url: &str, tenant: &str| heddle_core::v1::AgentInterface {
+            url: url.into(),
+            tenant: tenant.into(),
+            ..Default::default()
+        };
+        assert_eq!(agent_name(&iface("https://h/a2a", "")), "https://h/a2a");
+        assert_eq!(agent_name(&iface("h:50051", "writer")), "h:50051#writer");
+        assert_ne!(
+            agent_name(&iface("h:50051", "writer")),
+            agent_name(&iface("h:50051", "research"))
+        );
     }
 
     #[test]

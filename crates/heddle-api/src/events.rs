@@ -92,6 +92,15 @@ pub trait TaskSink: Send + Sync + 'static {
     async fn task_metadata(&self, _fields: Struct) -> Result<(), EventError> {
         Ok(())
     }
+
+    /// Records `child`, a task a call made for this one, among the task's
+    /// delegation children (see [`crate::delegation::children_of`]): merged
+    /// with those already there, under the task's lock, so calls made
+    /// together or in earlier turns are all kept. The default ignores it,
+    /// as for [`TaskSink::task_metadata`]; a wrapping sink must forward.
+    async fn add_child(&self, _child: crate::delegation::Hop) -> Result<(), EventError> {
+        Ok(())
+    }
 }
 
 /// The sink an executor publishes to. Cheap to clone; every clone feeds the
@@ -252,6 +261,13 @@ impl TaskEvents {
     /// status change, so publish it before the status that ends the turn.
     pub async fn task_metadata(&self, fields: Struct) -> Result<(), EventError> {
         self.sink.task_metadata(fields).await
+    }
+
+    /// Records a task a call made for this one (what
+    /// `heddle_client::Delegate` does for each call); see
+    /// [`TaskSink::add_child`].
+    pub async fn add_child(&self, child: crate::delegation::Hop) -> Result<(), EventError> {
+        self.sink.add_child(child).await
     }
 }
 

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use futures::StreamExt as _;
 use heddle_api::{
     Delegation, RequestContext, TaskEvents,
-    delegation::{DELEGATION_EXT, Hop, children_metadata},
+    delegation::{DELEGATION_EXT, Hop, agent_name},
 };
 use heddle_core::{
     A2aError,
@@ -47,8 +47,6 @@ pub struct Delegate {
     parent: CancellationToken,
     /// The calling task's events, where the tasks made are recorded.
     events: TaskEvents,
-    /// The tasks made for the calling task, by every delegate it has.
-    children: Arc<std::sync::Mutex<Vec<Hop>>>,
     /// Fires when the last clone is dropped: the watchers of callee tasks
     /// stop then, as the calling agent has stopped waiting for them.
     alive: CancellationToken,
@@ -94,7 +92,6 @@ impl A2aClient {
             context,
             parent: ctx.cancel.clone(),
             events: events.clone(),
-            children: ctx.delegated.list(),
             _guard: Arc::new(alive.clone().drop_guard()),
             alive,
         })
@@ -139,37 +136,53 @@ impl Delegate {
     }
 
     /// SendMessage, answered when the callee's task is finished or needs
-    /// input (as a blocking send is). The send asks to return at once, so
-    /// the task is known, and tied to the caller's, while it runs; it is
-    /// then followed ([`A2aClient::wait`]). A callee that blocks anyway
-    /// still answers, but cannot be canceled before it does.
+    /// input (as a blocking send is).
     ///
-    /// The send itself runs on a task of its own: a caller canceled (and
-    /// dropped) while the send is in flight still learns the callee's task,
-    /// and cancels it.
+    /// A new task: the send asks to return at once, so the task is known,
+    /// and tied to the caller's, while it runs; it is then followed
+    /// ([`A2aClient::wait`]). A callee that blocks anyway still answers, but
+    /// cannot be canceled before it does. A reply to a task (the message
+    /// names it) is tied first and sent blocking, so the answer is the
+    /// task after this turn, not its state before.
+    ///
+    /// The send runs on a task of its own: a caller canceled (and dropped)
+    /// while the send is in flight still learns the callee's task, and
+    /// cancels it.
     pub async fn send(&self, mut req: v1::SendMessageRequest) -> Result<SendReply, ClientError> {
         self.carry(&mut req);
-        req.configuration
-            .get_or_insert_with(Default::default)
-            .return_immediately = true;
+        let known = req
+            .message
+            .as_ref()
+            .map(|m| m.task_id.clone())
+            .filter(|id| !id.is_empty());
+        if known.is_none() {
+            req.configuration
+                .get_or_insert_with(Default::default)
+                .return_immediately = true;
+        }
         let me = self.clone();
         let sent = tokio::spawn(
             async move {
-                let reply = me.client.send(req).await?;
-                if let SendReply::Task(t) = &reply {
-                    me.watch(&t.id);
-                    me.record(&t.id).await;
+                if let Some(id) = &known {
+                    me.tie(id).await;
                 }
-                Ok::<_, ClientError>(reply)
+                let reply = me.client.send(req).await?;
+                if let (None, SendReply::Task(t)) = (&known, &reply) {
+                    me.tie(&t.id).await;
+                }
+                Ok::<_, ClientError>((reply, known.is_some()))
             }
             .instrument(tracing::Span::current()),
         );
-        let reply = sent.await.map_err(|_| ClientError::Canceled)??;
+        let (reply, blocking) = sent.await.map_err(|_| ClientError::Canceled)??;
         let SendReply::Task(task) = reply else {
             return Ok(reply);
         };
         if self.parent.is_cancelled() {
             return Err(ClientError::Canceled);
+        }
+        if blocking {
+            return Ok(SendReply::Task(task));
         }
         tokio::select! {
             waited = self.client.wait(task) => waited.map(SendReply::Task),
@@ -180,37 +193,52 @@ impl Delegate {
     }
 
     /// SendStreamingMessage. The callee's task is tied to the caller's as
-    /// soon as the stream names it. The stream is read on a task of its
-    /// own, so that happens even when the caller is canceled (and drops the
-    /// stream) before the first event; once the task is known, dropping
-    /// the stream ends that reading.
+    /// soon as the stream names it. The send and the stream are read on a
+    /// task of their own, so that happens even when the caller is canceled
+    /// (and drops the stream) first; once the task is known, dropping the
+    /// stream ends that reading.
     pub async fn send_streaming(
         &self,
         mut req: v1::SendMessageRequest,
     ) -> Result<EventStream, ClientError> {
         self.carry(&mut req);
-        let mut events = self.client.send_streaming(req).await?;
         let (tx, rx) = tokio::sync::mpsc::channel(16);
+        let (opened_tx, opened) = tokio::sync::oneshot::channel();
         let me = self.clone();
         tokio::spawn(
             async move {
+                let mut events = match me.client.send_streaming(req).await {
+                    Ok(events) => {
+                        let _ = opened_tx.send(Ok(()));
+                        events
+                    }
+                    Err(e) => {
+                        let _ = opened_tx.send(Err(e));
+                        return;
+                    }
+                };
                 let mut watched = false;
-                while let Some(event) = events.next().await {
+                loop {
+                    let event = tokio::select! {
+                        event = events.next() => event,
+                        // The reader left: stop, unless the task is not known yet.
+                        () = tx.closed(), if watched => return,
+                    };
+                    let Some(event) = event else { return };
                     if !watched
                         && let Ok(e) = &event
                         && let Some(id) = task_of(e)
                     {
                         watched = true;
-                        me.watch(id);
-                        me.record(id).await;
+                        me.tie(id).await;
                     }
-                    if tx.send(event).await.is_err() && watched {
-                        return;
-                    }
+                    // A reader that left is seen at the next event (or above).
+                    let _ = tx.send(event).await;
                 }
             }
             .instrument(tracing::Span::current()),
         );
+        opened.await.map_err(|_| ClientError::Canceled)??;
         Ok(Box::pin(futures::stream::unfold(rx, |mut rx| async move {
             rx.recv().await.map(|event| (event, rx))
         })))
@@ -223,37 +251,23 @@ impl Delegate {
         }
     }
 
-    /// Records the callee's task `id` among the calling task's children.
-    async fn record(&self, id: &str) {
-        let children = {
-            let mut list = self
-                .children
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            // The callee as it names itself: its card's first interface.
-            let agent = self
-                .client
-                .card()
-                .supported_interfaces
-                .first()
-                .map_or_else(|| self.client.interface().url.clone(), |i| i.url.clone());
-            let hop = Hop {
-                agent,
-                task_id: id.to_owned(),
-            };
-            // A reply to a waiting task is the same child.
-            if list.contains(&hop) {
-                return;
-            }
-            list.push(hop);
-            list.clone()
+    /// Ties the callee's task `id` to the caller's: recorded among the
+    /// calling task's children, and canceled with it.
+    async fn tie(&self, id: &str) {
+        self.watch(id);
+        // The callee as it names itself: its card's first interface.
+        let agent = self
+            .client
+            .card()
+            .supported_interfaces
+            .first()
+            .map_or_else(|| agent_name(self.client.interface()), agent_name);
+        let child = Hop {
+            agent,
+            task_id: id.to_owned(),
         };
         // A task that has ended keeps what it had: the record is a courtesy.
-        if let Err(e) = self
-            .events
-            .task_metadata(children_metadata(&children))
-            .await
-        {
+        if let Err(e) = self.events.add_child(child).await {
             tracing::debug!(task = %id, error = %e, "recording a delegated task failed");
         }
     }

@@ -158,4 +158,8 @@ impl TaskSink for StampSink {
     async fn task_metadata(&self, fields: Struct) -> Result<(), EventError> {
         self.inner.task_metadata(fields).await
     }
+
+    async fn add_child(&self, child: heddle_server::delegation::Hop) -> Result<(), EventError> {
+        self.inner.add_child(child).await
+    }
 }

@@ -706,3 +706,124 @@ async fn the_chain_is_one_trace_across_bindings() {
         ]
     );
 }
+
+/// Asks a question; the answer is worked on for a while before the task
+/// completes (as a remote or model agent does).
+struct SlowAsker;
+
+#[async_trait::async_trait]
+impl AgentExecutor for SlowAsker {
+    async fn execute(&self, ctx: RequestContext, events: TaskEvents) -> Result<(), AgentError> {
+        if ctx.task.is_none() {
+            events.input_required("who is it for?").await?;
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        events
+            .artifact_text("answer", format!("written for {}", ctx.text()))
+            .await?;
+        events.complete(None).await?;
+        Ok(())
+    }
+}
+
+/// Asks its child's question back, then hands the answer to the child's
+/// waiting task (the policy "the parent asks").
+struct AsksBack {
+    next: Arc<Mutex<String>>,
+}
+
+#[async_trait::async_trait]
+impl AgentExecutor for AsksBack {
+    async fn execute(&self, ctx: RequestContext, events: TaskEvents) -> Result<(), AgentError> {
+        let next = lock(&self.next).clone();
+        let client = A2aClient::discover(&next, options(Binding::Rest, ProtocolVersion::V1_0))
+            .await
+            .map_err(|e| AgentError::new(e.to_string()))?;
+        let child = client
+            .delegate(&ctx, &events)
+            .map_err(|e| AgentError::new(e.to_string()))?;
+        let mut message = A2aClient::user_message(vec![v1::Part::text(ctx.text())]);
+        if let Some(prior) = ctx.task.as_deref() {
+            let waiting = heddle_client::delegation::children_of(prior.metadata.as_ref());
+            message.task_id = waiting
+                .last()
+                .map(|h| h.task_id.clone())
+                .unwrap_or_default();
+        }
+        let reply = child
+            .send(v1::SendMessageRequest {
+                message: Some(message),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| AgentError::new(e.to_string()))?;
+        let t = task_of(reply);
+        match state(&t) {
+            v1::TaskState::InputRequired => events.input_required(&reason(&t)).await?,
+            v1::TaskState::Completed => {
+                events.artifact_text("answer", text_of(&t)).await?;
+                events.complete(None).await?;
+            }
+            s => return Err(AgentError::new(format!("the child ended {s:?}"))),
+        }
+        Ok(())
+    }
+}
+
+/// A reply handed to a child's waiting task is answered with the task after
+/// the child's turn, even when the child works a while before its first
+/// event; and the parent's task names the child once, across both turns.
+#[tokio::test]
+async fn a_reply_to_a_waiting_child_waits_for_its_turn() {
+    let http = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", http.local_addr().expect("addr"));
+    let profile = |id: &str| AgentProfile::new(id, id, "test", &["test"]);
+    let hub = heddle_hub::Hub::builder(base.clone(), Arc::new(MemoryStore::default()))
+        .agent(
+            "parent",
+            profile("parent"),
+            Arc::new(AsksBack {
+                next: Arc::new(Mutex::new(format!("{base}/api/v1/agents/child"))),
+            }),
+        )
+        .agent("child", profile("child"), Arc::new(SlowAsker))
+        .build()
+        .await;
+    let router = hub.router();
+    tokio::spawn(async move { axum::serve(http, router).await });
+    let parent = client(&base, "parent", Binding::JsonRpc, ProtocolVersion::V1_0).await;
+    let asked = task_of(
+        tokio::time::timeout(STEP, parent.send(request("a report", None, true)))
+            .await
+            .expect("in time")
+            .expect("send"),
+    );
+    assert_eq!(
+        state(&asked),
+        v1::TaskState::InputRequired,
+        "{}",
+        reason(&asked)
+    );
+    assert_eq!(reason(&asked), "who is it for?");
+    let mut answer = A2aClient::user_message(vec![v1::Part::text("the board")]);
+    answer.task_id.clone_from(&asked.id);
+    let done = task_of(
+        tokio::time::timeout(
+            STEP,
+            parent.send(v1::SendMessageRequest {
+                message: Some(answer),
+                ..Default::default()
+            }),
+        )
+        .await
+        .expect("in time")
+        .expect("answer"),
+    );
+    assert_eq!(state(&done), v1::TaskState::Completed, "{}", reason(&done));
+    assert_eq!(text_of(&done), "written for the board");
+    let children = heddle_client::delegation::children_of(done.metadata.as_ref());
+    assert_eq!(children.len(), 1, "{children:?}");
+}

@@ -104,6 +104,16 @@ impl TaskSink for LiveTask {
         st.dirty = true;
         Ok(())
     }
+
+    async fn add_child(&self, child: heddle_api::delegation::Hop) -> Result<(), EventError> {
+        let mut st = self.state.lock().await;
+        ensure_open(&st)?;
+        self.create_if_needed(&mut st).await?;
+        if heddle_api::delegation::add_child(&mut st.task.metadata, child) {
+            st.dirty = true;
+        }
+        Ok(())
+    }
 }
 
 fn ensure_open(st: &LiveState) -> Result<(), EventError> {

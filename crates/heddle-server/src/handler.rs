@@ -167,9 +167,10 @@ struct Inner {
     rate: Option<AgentRate>,
     concurrency: Option<Concurrency>,
     gate: Option<gate::SharedGate>,
-    /// This agent as delegation chains name it: its card's first interface URL.
+    /// This agent as delegation chains name it: its card's first interface
+    /// (`heddle_api::delegation::agent_name`).
     agent_url: Arc<str>,
-    /// Every interface URL of its card: a chain naming any is a loop.
+    /// Every interface of its card, so named: a chain naming any is a loop.
     agent_urls: Box<[String]>,
     max_hops: u32,
     observer: Option<Arc<dyn Observer>>,
@@ -304,18 +305,14 @@ impl HandlerBuilder {
         });
         let mut live = LiveTasks::default();
         live.push = self.push.clone();
-        let agent_url: Arc<str> = self
-            .card
-            .supported_interfaces
-            .first()
-            .map_or("", |i| i.url.as_str())
-            .into();
-        let agent_urls = self
+        // How delegation chains name this agent (and every name that is a loop).
+        let agent_urls: Box<[String]> = self
             .card
             .supported_interfaces
             .iter()
-            .map(|i| i.url.clone())
+            .map(heddle_api::delegation::agent_name)
             .collect();
+        let agent_url: Arc<str> = agent_urls.first().map_or("", String::as_str).into();
         live.observer = self.observer.clone();
         RequestHandler {
             inner: Arc::new(Inner {
@@ -558,10 +555,10 @@ impl RequestHandler {
     /// The A2A attributes of the request's trace span ([`crate::trace`]),
     /// when it is on.
     fn describe_span(&self, cx: &CallContext, call: &Call) {
-        let span = tracing::Span::current();
-        if span.is_disabled() {
+        if !crate::trace::enabled() {
             return;
         }
+        let span = tracing::Span::current();
         if let Some(name) = call.method().jsonrpc_name(ProtocolVersion::V1_0) {
             span.record("a2a.method", name);
         }

@@ -53,8 +53,6 @@ pub fn request_span(headers: &HeaderMap) -> Span {
         a2a.binding = Empty,
         a2a.version = Empty,
         a2a.task_id = Empty,
-        a2a.context_id = Empty,
-        a2a.state = Empty,
         a2a.caller = Empty,
     );
     if span.is_disabled() {
@@ -67,22 +65,36 @@ pub fn request_span(headers: &HeaderMap) -> Span {
 }
 
 /// The span an agent's run goes in, under the request that started it.
+///
+/// Its parent is the request's in the trace only, not as a `tracing` span:
+/// a run outlives the request that started it (a stream's, or one that
+/// returned at once), and the request's span is exported when it ends,
+/// not when the run does.
 pub(crate) fn execute_span(agent_id: &str, task_id: &str, context_id: &str) -> Span {
-    tracing::info_span!(
+    let span = tracing::info_span!(
         target: "a2a",
+        parent: None,
         "a2a.execute",
         gen_ai.operation.name = "invoke_agent",
         gen_ai.agent.id = agent_id,
         a2a.task_id = task_id,
         a2a.context_id = context_id,
-    )
+    );
+    if !span.is_disabled() {
+        let _ = span.set_parent(Span::current().context());
+    }
+    span
+}
+
+/// Whether Heddle's spans are on (a callsite check).
+pub(crate) fn enabled() -> bool {
+    tracing::enabled!(target: "a2a", tracing::Level::INFO)
 }
 
 /// Records `field` = `value` on the current request's span, if it is on.
 pub(crate) fn record(field: &'static str, value: &str) {
-    let span = Span::current();
-    if !span.is_disabled() {
-        span.record(field, value);
+    if enabled() {
+        Span::current().record(field, value);
     }
 }
 

@@ -173,7 +173,9 @@ impl GrpcCore {
         for (k, v, _) in &self.metadata {
             req.metadata_mut().append(k.clone(), v.clone());
         }
-        for (k, v) in crate::trace_context::headers() {
+        // A trace context the caller set itself is sent as set, once.
+        let own = req.metadata().contains_key("traceparent");
+        for (k, v) in crate::trace_context::headers().into_iter().filter(|_| !own) {
             if let (Ok(key), Ok(value)) = (
                 AsciiMetadataKey::from_bytes(k.as_bytes()),
                 AsciiMetadataValue::try_from(v.as_str()),

@@ -97,7 +97,13 @@ impl HttpCore {
             }
         }
         headers.extend(self.headers.iter().cloned());
-        headers.extend(crate::trace_context::headers());
+        // A trace context the caller set itself is sent as set, once.
+        if !headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("traceparent"))
+        {
+            headers.extend(crate::trace_context::headers());
+        }
         self.log(|| self.describe(&method, &url, &headers));
         let mut req = match &self.parsed {
             Some(parsed) if !with_key && url == self.url => {

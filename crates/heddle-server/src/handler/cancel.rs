@@ -72,7 +72,7 @@ impl RequestHandler {
                 streaming: false,
                 agent: self.inner.agent_url.clone(),
                 delegation: None,
-                delegated: Default::default(),
+                max_hops: self.inner.max_hops,
             };
             let grace = self.inner.limits.cancel_grace;
             if let Err(e) =

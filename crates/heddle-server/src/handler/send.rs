@@ -41,9 +41,13 @@ where
 {
     let left = at.as_millis().saturating_sub(Timestamp::now().as_millis());
     let left = std::time::Duration::from_millis(u64::try_from(left).unwrap_or(0));
-    match tokio::time::timeout(left, run).await {
-        Ok(result) => result,
-        Err(_) => {
+    let mut run = std::pin::pin!(run);
+    tokio::select! {
+        result = &mut run => result,
+        () = tokio::time::sleep(left) => {
+            // The cancel fires while the agent (and the calls it made for
+            // the task) still exist, so those calls see it; the agent is
+            // dropped after.
             live.cancel.cancel();
             Ok(Err(crate::agent::AgentError::new(format!(
                 "the delegation chain's deadline ({at}) passed and the task was stopped"
@@ -177,7 +181,7 @@ impl RequestHandler {
             streaming: stream,
             agent: self.inner.agent_url.clone(),
             delegation,
-            delegated: Default::default(),
+            max_hops: self.inner.max_hops,
         });
         self.spawn_execution(live.clone(), ctx, running, admission, pass)
             .await;
