@@ -284,19 +284,18 @@ impl Delegate {
             self.alive.clone(),
             id.to_owned(),
         );
-        tokio::spawn(
-            async move {
-            tokio::select! {
+        let watcher = async move {
+            // The caller's cancel first: it may come with the drop.
+            let canceled = tokio::select! {
                 biased;
-                () = parent.cancelled() => {
-                    if let Err(e) = client.cancel_task(&id).await {
-                        tracing::debug!(task = %id, error = %e, "canceling a delegated task failed");
-                    }
-                }
-                () = alive.cancelled() => {}
+                () = parent.cancelled() => true,
+                () = alive.cancelled() => false,
+            };
+            if canceled && let Err(e) = client.cancel_task(&id).await {
+                tracing::debug!(task = %id, error = %e, "canceling a delegated task failed");
             }
-        }
-        .instrument(tracing::Span::current()));
+        };
+        tokio::spawn(watcher.instrument(tracing::Span::current()));
     }
 }
 
