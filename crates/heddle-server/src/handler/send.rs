@@ -27,8 +27,9 @@ use crate::{
 };
 
 /// Runs `run` until the delegation chain's deadline `at`; past it, the
-/// agent is dropped, its cancel token fires (so the calls it made for the
-/// task are canceled too) and the task fails with the reason.
+/// task's cancel token fires (so the calls the agent made for it are
+/// canceled too), then the agent is dropped and the task fails with the
+/// reason.
 async fn run_until<F>(
     at: Timestamp,
     run: F,
