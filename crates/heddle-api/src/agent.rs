@@ -46,7 +46,8 @@ impl Caller {
 /// An agent's future usually holds its context for the whole execution, and
 /// an `async fn` (or `#[async_trait]`) future keeps its arguments twice, so
 /// the two large fields most agents never read (the prior task and the send
-/// configuration) are boxed: 352 bytes a context instead of 888.
+/// configuration) are boxed: a context of a few hundred bytes instead of
+/// nearly a kilobyte.
 #[derive(Clone, Debug)]
 pub struct RequestContext {
     /// The task this message belongs to (server-assigned).
@@ -74,9 +75,9 @@ pub struct RequestContext {
     /// rather than waiting for an answer: an agent that relays elsewhere can
     /// then stream there too, and make one call when nobody watches events.
     pub streaming: bool,
-    /// This agent, as a delegation chain names it (the URL of its card's
-    /// first interface): what [`Delegation::next`] adds for a call this
-    /// agent makes.
+    /// This agent, as a delegation chain names it (its card's first
+    /// interface, [`crate::delegation::agent_name`]): what
+    /// [`Delegation::next`] adds for a call this agent makes.
     pub agent: Arc<str>,
     /// The delegation context the request arrived with, already admitted
     /// (no loop, within the hop limit, before the deadline); `None` at the
