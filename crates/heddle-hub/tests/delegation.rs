@@ -154,16 +154,50 @@ fn text_of(t: &v1::Task) -> String {
     t.artifacts
         .iter()
         .flat_map(|a| a.parts.iter())
-        .filter_map(|p| match &p.content {
-            Some(v1::part::Content::Text(s)) => Some(s.as_str()),
-            _ => None,
-        })
+        .filter_map(v1::Part::as_text)
         .collect()
 }
 
 /// A hub serving hop1 → hop2 (gRPC v1.0) → hop3 (REST v1.0); returns its
 /// HTTP base.
 async fn hub(seen: &Arc<Seen>) -> String {
+    serve_hub(|base, grpc| {
+        let relay = |name, next: &str, binding, version| Relay {
+            name,
+            next: Arc::new(Mutex::new(format!("{base}/api/v1/agents/{next}"))),
+            binding,
+            version,
+            seen: seen.clone(),
+        };
+        heddle_hub::Hub::builder(base, Arc::new(MemoryStore::default()))
+            .grpc_url(grpc)
+            .agent(
+                "hop1",
+                profile("hop1"),
+                Arc::new(relay("hop1", "hop2", Binding::Grpc, ProtocolVersion::V1_0)),
+            )
+            .agent(
+                "hop2",
+                profile("hop2"),
+                Arc::new(relay("hop2", "hop3", Binding::Rest, ProtocolVersion::V1_0)),
+            )
+            .agent(
+                "hop3",
+                profile("hop3"),
+                Arc::new(Hold { seen: seen.clone() }),
+            )
+    })
+    .await
+}
+
+/// A test agent's profile.
+fn profile(id: &str) -> AgentProfile {
+    AgentProfile::new(id, id, "a hop of a chain", &["test"])
+}
+
+/// Serves the hub `build` makes for its HTTP base and gRPC address, on
+/// fresh listeners; returns the HTTP base.
+async fn serve_hub(build: impl FnOnce(&str, &str) -> heddle_hub::HubBuilder) -> String {
     let http = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -172,33 +206,7 @@ async fn hub(seen: &Arc<Seen>) -> String {
         .expect("bind");
     let base = format!("http://{}", http.local_addr().expect("addr"));
     let grpc_addr = grpc.local_addr().expect("addr").to_string();
-    let relay = |name, next: &str, binding, version| Relay {
-        name,
-        next: Arc::new(Mutex::new(format!("{base}/api/v1/agents/{next}"))),
-        binding,
-        version,
-        seen: seen.clone(),
-    };
-    let profile = |id: &str| AgentProfile::new(id, id, "a hop of a chain", &["test"]);
-    let hub = heddle_hub::Hub::builder(base.clone(), Arc::new(MemoryStore::default()))
-        .grpc_url(grpc_addr)
-        .agent(
-            "hop1",
-            profile("hop1"),
-            Arc::new(relay("hop1", "hop2", Binding::Grpc, ProtocolVersion::V1_0)),
-        )
-        .agent(
-            "hop2",
-            profile("hop2"),
-            Arc::new(relay("hop2", "hop3", Binding::Rest, ProtocolVersion::V1_0)),
-        )
-        .agent(
-            "hop3",
-            profile("hop3"),
-            Arc::new(Hold { seen: seen.clone() }),
-        )
-        .build()
-        .await;
+    let hub = build(&base, &grpc_addr).build().await;
     let grpc_app = hub.grpc_app().expect("gRPC");
     let router = hub.router();
     tokio::spawn(async move { axum::serve(http, router).await });
@@ -508,21 +516,14 @@ async fn a_python_sdk_agent_in_the_middle_passes_the_chain_on() {
 
 /// A hub serving only `agent` as `id`; returns its HTTP base.
 async fn serve_one(id: &str, agent: impl AgentExecutor) -> String {
-    let http = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let base = format!("http://{}", http.local_addr().expect("addr"));
-    let hub = heddle_hub::Hub::builder(base.clone(), Arc::new(MemoryStore::default()))
-        .agent(
+    serve_hub(|base, _| {
+        heddle_hub::Hub::builder(base, Arc::new(MemoryStore::default())).agent(
             id,
-            AgentProfile::new(id, id, "a hop of a chain", &["test"]),
+            profile(id),
             Arc::new(agent),
         )
-        .build()
-        .await;
-    let router = hub.router();
-    tokio::spawn(async move { axum::serve(http, router).await });
-    base
+    })
+    .await
 }
 
 /// The demo chain: research asks the writer for a report (the writer's
@@ -530,18 +531,13 @@ async fn serve_one(id: &str, agent: impl AgentExecutor) -> String {
 /// task names both tasks it made.
 #[tokio::test]
 async fn the_research_demo_delegates_to_the_writer_and_the_summarizer() {
-    let http = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let base = format!("http://{}", http.local_addr().expect("addr"));
-    let hub = heddle_hub::agents::with_demo_agents(heddle_hub::Hub::builder(
-        base.clone(),
-        Arc::new(MemoryStore::default()),
-    ))
-    .build()
+    let base = serve_hub(|base, _| {
+        heddle_hub::agents::with_demo_agents(heddle_hub::Hub::builder(
+            base,
+            Arc::new(MemoryStore::default()),
+        ))
+    })
     .await;
-    let router = hub.router();
-    tokio::spawn(async move { axum::serve(http, router).await });
 
     let research = client(&base, "research", Binding::JsonRpc, ProtocolVersion::V1_0).await;
     let asked = task_of(
@@ -776,24 +772,18 @@ impl AgentExecutor for AsksBack {
 /// event; and the parent's task names the child once, across both turns.
 #[tokio::test]
 async fn a_reply_to_a_waiting_child_waits_for_its_turn() {
-    let http = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let base = format!("http://{}", http.local_addr().expect("addr"));
-    let profile = |id: &str| AgentProfile::new(id, id, "test", &["test"]);
-    let hub = heddle_hub::Hub::builder(base.clone(), Arc::new(MemoryStore::default()))
-        .agent(
-            "parent",
-            profile("parent"),
-            Arc::new(AsksBack {
-                next: Arc::new(Mutex::new(format!("{base}/api/v1/agents/child"))),
-            }),
-        )
-        .agent("child", profile("child"), Arc::new(SlowAsker))
-        .build()
-        .await;
-    let router = hub.router();
-    tokio::spawn(async move { axum::serve(http, router).await });
+    let base = serve_hub(|base, _| {
+        heddle_hub::Hub::builder(base, Arc::new(MemoryStore::default()))
+            .agent(
+                "parent",
+                profile("parent"),
+                Arc::new(AsksBack {
+                    next: Arc::new(Mutex::new(format!("{base}/api/v1/agents/child"))),
+                }),
+            )
+            .agent("child", profile("child"), Arc::new(SlowAsker))
+    })
+    .await;
     let parent = client(&base, "parent", Binding::JsonRpc, ProtocolVersion::V1_0).await;
     let asked = task_of(
         tokio::time::timeout(STEP, parent.send(request("a report", None, true)))

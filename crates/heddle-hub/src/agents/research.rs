@@ -71,10 +71,7 @@ fn artifact_text(t: &v1::Task) -> String {
     t.artifacts
         .iter()
         .flat_map(|a| a.parts.iter())
-        .filter_map(|p| match &p.content {
-            Some(v1::part::Content::Text(s)) => Some(s.as_str()),
-            _ => None,
-        })
+        .filter_map(v1::Part::as_text)
         .collect()
 }
 
