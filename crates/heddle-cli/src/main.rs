@@ -5,6 +5,7 @@ mod card;
 mod card_sign;
 mod db;
 mod hub_config;
+mod itk;
 mod keys;
 mod new;
 mod push_config;
@@ -76,6 +77,10 @@ enum Command {
     /// The store's schema: `heddle db migrate --store postgres://…`.
     #[command(subcommand)]
     Db(db::DbCommand),
+    /// Serve an agent for the A2A interop kit (ITK): it follows the
+    /// instruction in each message, calling the next agent as told.
+    #[command(name = "itk-agent")]
+    ItkAgent(itk::ItkArgs),
 }
 
 fn main() -> ExitCode {
@@ -108,6 +113,7 @@ fn main() -> ExitCode {
             Command::Registry(cmd) => registry::run(cmd),
             Command::New(cmd) => new::run(cmd).await,
             Command::Db(cmd) => db::run(cmd).await,
+            Command::ItkAgent(args) => itk::run(args).await.map(|()| ExitCode::SUCCESS),
         }
     });
     match result {

@@ -381,7 +381,7 @@ fn names(hub: &Hub) -> String {
         .join(", ")
 }
 
-async fn shutdown() {
+pub(crate) async fn shutdown() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };
