@@ -111,14 +111,19 @@ impl Instruction {
     /// The instruction in `message`: the first part that decodes as one,
     /// whether a binary part (v1.0 `raw`; a v0.3 file part arrives as one)
     /// or base64 text.
+    ///
+    /// A binary part whose bytes are all base64 characters is read as base64
+    /// first: the official Python SDK's v0.3 gRPC and REST clients encode a
+    /// file part's bytes twice. That is unambiguous here, as an encoded
+    /// instruction starts with a field tag (0x0a, 0x12 or 0x1a), never a
+    /// base64 character.
     pub fn find_in(message: &v1::Message) -> Option<Self> {
         message.parts.iter().find_map(|part| match &part.content {
-            Some(Content::Raw(bytes)) => Self::decode(bytes.as_slice()).ok(),
-            Some(Content::Text(text)) => base64::engine::general_purpose::STANDARD
-                .decode(text.trim())
+            Some(Content::Raw(bytes)) if is_base64(bytes) => from_base64(bytes),
+            Some(Content::Raw(bytes)) => Self::decode(bytes.as_slice())
                 .ok()
-                .and_then(|bytes| Self::decode(bytes.as_slice()).ok())
                 .filter(|i| i.step.is_some()),
+            Some(Content::Text(text)) => from_base64(text.trim().as_bytes()),
             _ => None,
         })
     }
@@ -137,6 +142,22 @@ impl Instruction {
             Some(Step::CallAgent(_)) | None => false,
         }
     }
+}
+
+fn is_base64(bytes: &[u8]) -> bool {
+    !bytes.is_empty()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+}
+
+fn from_base64(text: &[u8]) -> Option<Instruction> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .ok()?;
+    Instruction::decode(bytes.as_slice())
+        .ok()
+        .filter(|i| i.step.is_some())
 }
 
 #[cfg(test)]
@@ -183,6 +204,18 @@ mod tests {
         let text = base64::engine::general_purpose::STANDARD.encode(call.encode_to_vec());
         let message = v1::Message::new("m", v1::Role::User, vec![v1::Part::text(text)]);
         assert_eq!(Instruction::find_in(&message), Some(call));
+    }
+
+    #[test]
+    fn bytes_base64_encoded_twice_are_read_once_more() {
+        let inst = answer("twice", false);
+        let once = base64::engine::general_purpose::STANDARD.encode(inst.encode_to_vec());
+        let message = v1::Message::new(
+            "m",
+            v1::Role::User,
+            vec![v1::Part::raw(once.into_bytes(), MEDIA_TYPE, FILE_NAME)],
+        );
+        assert_eq!(Instruction::find_in(&message), Some(inst));
     }
 
     #[test]
