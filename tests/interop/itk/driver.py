@@ -1,0 +1,411 @@
+"""Drives ITK instruction chains through running ITK agents and checks that
+every hop left its mark in the final answer.
+
+Usage: driver.py --agent H=http://127.0.0.1:N --agent P=... --agent J=...
+                 [--only SUBSTRING] [--jobs N] [--timeout SECONDS]
+
+Agents are named by one letter: H (heddle itk-agent), P (the Python SDK
+agent), J (the JS SDK agent). A missing agent makes its flows SKIP.
+
+Flows (each gets its own marks, one unique text per return node):
+  pairs    every ordered pair X->Y of different agents where H is one of
+           them, and H->H; for every binding Y's card lists for 1.0
+           (jsonrpc, http_json, grpc) and every behaviour:
+             send       X sends to Y, blocking
+             stream     X streams to Y, and the driver streams to X
+             push       X attaches a push config (the driver's receiver,
+                        given without a scheme); the receiver must get
+                        Y's task events at /notifications with
+                        X-A2A-Notification-Token: itk-token, the last one
+                        COMPLETED with Y's mark
+             resubscribe  Y's return node holds the task; X streams, drops
+                        the stream, subscribes again and reads until
+                        task-finished, then cancels
+  chains   P->H->J and J->H->P, same binding on both hops, send and stream.
+
+The first hop goes from this driver (the a2a-sdk client) to X over the
+flow's binding, protocol 1.0: blocking sends must return a COMPLETED task
+whose status message has one text part holding every mark; streaming first
+hops are read the way the kit reads them: only statusUpdate.status.message
+(role agent) counts.
+
+Prints `PASS name`, `FAIL name: reason` or `SKIP name: reason` per flow and
+`itk: N passed, M failed` last; exits 1 if any flow failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+import uuid
+
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import grpc
+import httpx
+
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.compat.v0_3.versions import is_legacy_version
+from a2a.types import (
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    TaskState,
+)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import instruction_pb as itk  # noqa: E402
+
+TOKEN = 'itk-token'
+BINDING_OF = {'jsonrpc': 'JSONRPC', 'http_json': 'HTTP+JSON', 'grpc': 'GRPC'}
+TRANSPORT_OF = {v: k for k, v in BINDING_OF.items()}
+BEHAVIOURS = ('send', 'stream', 'push', 'resubscribe')
+
+# What one SDK truly cannot do: (caller, callee, transport, behaviour) with
+# None as a wildcard -> why. Each is printed as SKIP, never dropped silently.
+KNOWN_LIMITS: dict[tuple, str] = {}
+
+
+class Failure(AssertionError):
+    pass
+
+
+def check(cond: bool, what: str) -> None:
+    if not cond:
+        raise Failure(what)
+
+
+# ------------------------------------------------------------------ receiver
+
+class Receiver:
+    """Push receiver on 127.0.0.1: records (path, headers, json body) per POST."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.posts: list[tuple[str, dict[str, str], object]] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers.get('Content-Length') or 0))
+                try:
+                    parsed = json.loads(body or b'null')
+                except ValueError:
+                    parsed = {'unparsable': body.decode('utf-8', 'replace')}
+                with receiver.lock:
+                    receiver.posts.append(
+                        (self.path, {k.lower(): v for k, v in self.headers.items()}, parsed))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def under(self, prefix: str) -> list[tuple[str, dict[str, str], object]]:
+        with self.lock:
+            return [p for p in self.posts if p[0].startswith(prefix)]
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
+def pushed_state_and_texts(body) -> tuple[str, list[str]]:
+    """(state, texts) of a push body: a v1.0 StreamResponse
+    ({"statusUpdate": ...} / {"task": ...}) or a v0.3 Task / status-update."""
+    if not isinstance(body, dict):
+        return '', []
+
+    def texts(msg) -> list[str]:
+        if not isinstance(msg, dict):
+            return []
+        return [p['text'] for p in msg.get('parts', []) if isinstance(p, dict) and 'text' in p]
+
+    for key in ('statusUpdate', 'task'):
+        if key in body:
+            status = body[key].get('status', {})
+            return status.get('state', ''), texts(status.get('message'))
+    if 'status' in body:  # v0.3: the Task or TaskStatusUpdateEvent itself
+        status = body['status']
+        return status.get('state', ''), texts(status.get('message'))
+    return '', []
+
+
+# ------------------------------------------------------------------ flows
+
+@dataclass
+class Flow:
+    name: str
+    hops: list[str]            # agent letters, first is the driver's callee
+    transport: str             # jsonrpc | http_json | grpc (every hop)
+    behaviour: str             # send | stream | push | resubscribe
+    marks: list[str] = field(default_factory=list)
+    note: str = ''
+
+
+def ret(mark: str, hold: bool = False):
+    return itk.Instruction(return_response=itk.ReturnResponse(response=mark, hold_task=hold))
+
+
+def build_instruction(flow: Flow, urls: dict[str, str], push_url: str):
+    """Innermost hop first: each hop returns its mark, then calls the next."""
+    run_id = uuid.uuid4().hex[:8]
+    flow.marks = [f'mark-{i}-{agent}-{run_id}' for i, agent in enumerate(flow.hops)]
+    last = len(flow.hops) - 1
+    inner = ret(flow.marks[last], hold=flow.behaviour == 'resubscribe')
+    for i in range(last - 1, -1, -1):
+        call = itk.CallAgent(
+            transport=flow.transport,
+            agent_card_uri=urls[flow.hops[i + 1]],
+            instruction=inner,
+            streaming=flow.behaviour in ('stream', 'resubscribe'),
+        )
+        if flow.behaviour == 'push':
+            call.push_notification.url = push_url
+        elif flow.behaviour == 'resubscribe':
+            call.resubscribe.SetInParent()
+        else:
+            call.send_message.SetInParent()
+        inner = itk.Instruction(steps=itk.SeriesOfSteps(
+            instructions=[ret(flow.marks[i]), itk.Instruction(call_agent=call)],
+            response_generator=itk.RESPONSE_GENERATOR_CONCAT))
+    return inner
+
+
+def grpc_target(url: str) -> str:
+    for scheme in ('http://', 'https://', 'grpc://'):
+        if url.startswith(scheme):
+            return url[len(scheme):].rstrip('/')
+    return url
+
+
+def message_texts(msg: Message) -> list[str]:
+    return [p.text for p in msg.parts if p.WhichOneof('content') == 'text']
+
+
+async def first_hop(flow: Flow, url: str, inst, timeout: float) -> str:
+    """Sends `inst` to the agent at `url` over the flow's binding (v1.0) and
+    returns the text of its final answer."""
+    binding = BINDING_OF[flow.transport]
+    streaming = flow.behaviour == 'stream'
+    async with httpx.AsyncClient(timeout=timeout) as http:
+        card = await A2ACardResolver(http, url).get_agent_card()
+        keep = [i for i in card.supported_interfaces
+                if i.protocol_binding == binding and not is_legacy_version(i.protocol_version)]
+        check(keep, f'{url} card lists no {binding} 1.0 interface')
+        del card.supported_interfaces[:]
+        card.supported_interfaces.extend(keep)
+        client = ClientFactory(ClientConfig(
+            streaming=streaming, httpx_client=http, supported_protocol_bindings=[binding],
+            grpc_channel_factory=lambda u: grpc.aio.insecure_channel(grpc_target(u)),
+        )).create(card)
+        request = SendMessageRequest(message=Message(
+            message_id=str(uuid.uuid4()), role=Role.ROLE_USER,
+            parts=[Part(raw=inst.SerializeToString(), media_type=itk.MEDIA_TYPE,
+                        filename=itk.FILENAME)]))
+        try:
+            events = []
+            async for event in client.send_message(request):
+                events.append(event)
+        finally:
+            await client.close()
+    if not streaming:
+        check(len(events) == 1 and events[0].HasField('task'),
+              f'blocking send gave {[e.WhichOneof("payload") for e in events]}, want one task')
+        task = events[0].task
+        status_text = ' | '.join(message_texts(task.status.message))
+        check(task.status.state == TaskState.TASK_STATE_COMPLETED,
+              f'first hop state {TaskState.Name(task.status.state)}: {status_text!r}')
+        texts = message_texts(task.status.message)
+        check(len(task.status.message.parts) == 1 and len(texts) == 1,
+              f'the COMPLETED status message has {len(task.status.message.parts)} '
+              f'parts ({len(texts)} text), want one text part')
+        return texts[0]
+    # Streaming: only statusUpdate.status.message with role agent counts.
+    texts: list[str] = []
+    last_state = None
+    kinds = []
+    for event in events:
+        kind = event.WhichOneof('payload')
+        kinds.append(kind)
+        if kind != 'status_update':
+            continue
+        status = event.status_update.status
+        last_state = status.state
+        if status.HasField('message') and status.message.role == Role.ROLE_AGENT:
+            texts += message_texts(status.message)
+    check(last_state == TaskState.TASK_STATE_COMPLETED,
+          f'stream ended in {TaskState.Name(last_state or 0)} (events {kinds}); '
+          f'status texts {texts!r}')
+    return '\n'.join(texts)
+
+
+async def run_flow(flow: Flow, urls: dict[str, str], receiver: Receiver,
+                   timeout: float) -> None:
+    prefix = f'/{flow.name.replace(" ", "_").replace(">", "").replace("-", "_")}-{uuid.uuid4().hex[:6]}'
+    push_url = f'127.0.0.1:{receiver.port}{prefix}'
+    inst = build_instruction(flow, urls, push_url)
+    answer = await asyncio.wait_for(first_hop(flow, urls[flow.hops[0]], inst, timeout),
+                                    timeout)
+    missing = [m for m in flow.marks if m not in answer]
+    check(not missing, f'marks {missing} missing from the answer {answer!r}')
+    if flow.behaviour == 'push':
+        await check_pushes(flow, receiver, prefix)
+
+
+async def check_pushes(flow: Flow, receiver: Receiver, prefix: str) -> None:
+    want_path = f'{prefix}/notifications'
+    deadline = time.monotonic() + 10
+    while True:
+        posts = receiver.under(prefix)
+        states = [pushed_state_and_texts(b)[0] for _, _, b in posts]
+        if any(s in ('TASK_STATE_COMPLETED', 'completed') for s in states):
+            break
+        check(time.monotonic() < deadline,
+              f'no COMPLETED push within 10 s of the answer; got {len(posts)} '
+              f'posts, states {states}, paths {sorted({p for p, _, _ in posts})}')
+        await asyncio.sleep(0.1)
+    bad_paths = sorted({p for p, _, _ in posts if p != want_path})
+    check(not bad_paths, f'pushes went to {bad_paths}, want {want_path}')
+    tokens = sorted({h.get('x-a2a-notification-token', '(none)') for _, h, _ in posts})
+    check(tokens == [TOKEN], f'X-A2A-Notification-Token values {tokens}, want {TOKEN}')
+    final = [pushed_state_and_texts(b) for _, _, b in posts]
+    done_texts = [t for s, ts in final if s in ('TASK_STATE_COMPLETED', 'completed') for t in ts]
+    callee_mark = flow.marks[-1]
+    check(any(callee_mark in t for t in done_texts),
+          f'the COMPLETED push does not carry {callee_mark}: {done_texts!r}')
+    shapes = sorted({next(iter(b)) if isinstance(b, dict) and b else '?' for _, _, b in posts})
+    flow.note = f'{len(posts)} pushes, states {states}, body keys {shapes}'
+
+
+# ------------------------------------------------------------------ matrix
+
+def matrix(agents: dict[str, str]) -> list[Flow]:
+    flows: list[Flow] = []
+    pairs = [('P', 'H'), ('H', 'P'), ('J', 'H'), ('H', 'J'), ('H', 'H')]
+    for caller, callee in pairs:
+        for transport in BINDING_OF:
+            for behaviour in BEHAVIOURS:
+                flows.append(Flow(f'{caller}->{callee} {transport} {behaviour}',
+                                  [caller, callee], transport, behaviour))
+    for chain in (['P', 'H', 'J'], ['J', 'H', 'P']):
+        for transport in BINDING_OF:
+            for behaviour in ('send', 'stream'):
+                flows.append(Flow(f'{"->".join(chain)} {transport} {behaviour}',
+                                  chain, transport, behaviour))
+    return flows
+
+
+def known_limit(flow: Flow) -> str | None:
+    for i in range(len(flow.hops) - 1):
+        caller, callee = flow.hops[i], flow.hops[i + 1]
+        for key in ((caller, callee, flow.transport, flow.behaviour),
+                    (caller, None, flow.transport, flow.behaviour),
+                    (None, callee, flow.transport, flow.behaviour),
+                    (caller, None, None, flow.behaviour),
+                    (None, callee, None, flow.behaviour)):
+            if key in KNOWN_LIMITS:
+                return KNOWN_LIMITS[key]
+    return None
+
+
+async def served_transports(urls: dict[str, str]) -> dict[str, set[str]]:
+    """The bindings each agent's card lists for protocol 1.0."""
+    out: dict[str, set[str]] = {}
+    async with httpx.AsyncClient(timeout=10) as http:
+        for name, url in urls.items():
+            try:
+                card = await A2ACardResolver(http, url).get_agent_card()
+                out[name] = {TRANSPORT_OF[i.protocol_binding] for i in card.supported_interfaces
+                             if i.protocol_binding in TRANSPORT_OF
+                             and not is_legacy_version(i.protocol_version)}
+            except Exception as e:  # noqa: BLE001
+                print(f'itk: cannot read the card of {name} at {url}: {e}', flush=True)
+                out[name] = set()
+    return out
+
+
+async def main_async(args) -> int:
+    urls = dict(a.split('=', 1) for a in args.agent)
+    served = await served_transports(urls)
+    receiver = Receiver()
+    sem = asyncio.Semaphore(args.jobs)
+    results = {'PASS': 0, 'FAIL': 0, 'SKIP': 0}
+
+    async def one(flow: Flow) -> None:
+        missing = [a for a in flow.hops if a not in urls]
+        if missing:
+            results['SKIP'] += 1
+            print(f'SKIP {flow.name}: agent {",".join(sorted(set(missing)))} not started', flush=True)
+            return
+        for callee in flow.hops[1:]:
+            if flow.transport not in served[callee]:
+                results['SKIP'] += 1
+                print(f'SKIP {flow.name}: {callee} does not serve {flow.transport}', flush=True)
+                return
+        if flow.transport not in served[flow.hops[0]]:
+            results['SKIP'] += 1
+            print(f'SKIP {flow.name}: {flow.hops[0]} does not serve {flow.transport} '
+                  'for the first hop', flush=True)
+            return
+        why = known_limit(flow)
+        if why:
+            results['SKIP'] += 1
+            print(f'SKIP {flow.name}: {why}', flush=True)
+            return
+        async with sem:
+            started = time.monotonic()
+            try:
+                await run_flow(flow, urls, receiver, args.timeout)
+                results['PASS'] += 1
+                took = time.monotonic() - started
+                note = f' ({flow.note}; {took:.1f} s)' if flow.note else f' ({took:.1f} s)'
+                print(f'PASS {flow.name}{note if args.verbose else ""}', flush=True)
+            except Exception as e:  # noqa: BLE001
+                results['FAIL'] += 1
+                why = ' '.join(str(e).split()) or type(e).__name__
+                if not isinstance(e, Failure):
+                    why = f'{type(e).__name__}: {why}'
+                print(f'FAIL {flow.name}: {why[:1500]}', flush=True)
+                if args.verbose:
+                    traceback.print_exc(file=sys.stderr)
+
+    flows = [f for f in matrix(urls) if not args.only or any(o in f.name for o in args.only)]
+    try:
+        await asyncio.gather(*(one(f) for f in flows))
+    finally:
+        receiver.close()
+    if results['SKIP']:
+        print(f'itk: {results["SKIP"]} skipped', flush=True)
+    print(f'itk: {results["PASS"]} passed, {results["FAIL"]} failed', flush=True)
+    return 1 if results['FAIL'] else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--agent', action='append', default=[],
+                        help='NAME=BASE_URL (NAME: H, P or J); repeat')
+    parser.add_argument('--only', action='append', default=[],
+                        help='run only flows whose name contains this; repeat')
+    parser.add_argument('--jobs', type=int, default=8, help='flows at once')
+    parser.add_argument('--timeout', type=float, default=45.0, help='seconds a flow')
+    parser.add_argument('-v', '--verbose', action='store_true')
+    args = parser.parse_args()
+    if not args.agent:
+        parser.error('give at least one --agent NAME=URL')
+    return asyncio.run(main_async(args))
+
+
+if __name__ == '__main__':
+    sys.exit(main())
