@@ -22,9 +22,14 @@ Flows (each gets its own marks, one unique text per return node):
                         the stream, subscribes again and reads until
                         task-finished, then cancels
   chains   P->H->J and J->H->P, same binding on both hops, send and stream.
+  v0.3-in  H->P and H->J send and stream again with the driver's first hop
+           in protocol v0.3 (the SDK's compat transports: the instruction
+           travels as a v0.3 file part with base64 bytes).
+  b64-text-in  H->P jsonrpc send with the instruction as base64 text in a
+           text part instead of a binary part.
 
 The first hop goes from this driver (the a2a-sdk client) to X over the
-flow's binding, protocol 1.0: blocking sends must return a COMPLETED task
+flow's binding, protocol 1.0 (0.3 for the v0.3-in flows): blocking sends must return a COMPLETED task
 whose status message has one text part holding every mark; streaming first
 hops are read the way the kit reads them: only statusUpdate.status.message
 (role agent) counts.
@@ -37,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import os
 import sys
@@ -150,6 +156,8 @@ class Flow:
     hops: list[str]            # agent letters, first is the driver's callee
     transport: str             # jsonrpc | http_json | grpc (every hop)
     behaviour: str             # send | stream | push | resubscribe
+    first_version: str = '1.0'  # protocol of the driver's own first hop
+    as_text: bool = False       # first hop sends the instruction as base64 text
     marks: list[str] = field(default_factory=list)
     note: str = ''
 
@@ -199,21 +207,28 @@ async def first_hop(flow: Flow, url: str, inst, timeout: float) -> str:
     returns the text of its final answer."""
     binding = BINDING_OF[flow.transport]
     streaming = flow.behaviour == 'stream'
+    legacy = flow.first_version == '0.3'
     async with httpx.AsyncClient(timeout=timeout) as http:
         card = await A2ACardResolver(http, url).get_agent_card()
         keep = [i for i in card.supported_interfaces
-                if i.protocol_binding == binding and not is_legacy_version(i.protocol_version)]
-        check(keep, f'{url} card lists no {binding} 1.0 interface')
+                if i.protocol_binding == binding and is_legacy_version(i.protocol_version) == legacy]
+        check(keep, f'{url} card lists no {binding} {flow.first_version} interface')
         del card.supported_interfaces[:]
         card.supported_interfaces.extend(keep)
         client = ClientFactory(ClientConfig(
             streaming=streaming, httpx_client=http, supported_protocol_bindings=[binding],
             grpc_channel_factory=lambda u: grpc.aio.insecure_channel(grpc_target(u)),
         )).create(card)
+        transport = type(getattr(client._transport, '_base', client._transport)).__name__
+        check(transport.startswith('Compat') == legacy,
+              f'the SDK built {transport} for a {flow.first_version} first hop')
+        if flow.as_text:
+            part = Part(text=base64.b64encode(inst.SerializeToString()).decode())
+        else:
+            part = Part(raw=inst.SerializeToString(), media_type=itk.MEDIA_TYPE,
+                        filename=itk.FILENAME)
         request = SendMessageRequest(message=Message(
-            message_id=str(uuid.uuid4()), role=Role.ROLE_USER,
-            parts=[Part(raw=inst.SerializeToString(), media_type=itk.MEDIA_TYPE,
-                        filename=itk.FILENAME)]))
+            message_id=str(uuid.uuid4()), role=Role.ROLE_USER, parts=[part]))
         try:
             events = []
             async for event in client.send_message(request):
@@ -232,7 +247,8 @@ async def first_hop(flow: Flow, url: str, inst, timeout: float) -> str:
               f'the COMPLETED status message has {len(task.status.message.parts)} '
               f'parts ({len(texts)} text), want one text part')
         return texts[0]
-    # Streaming: only statusUpdate.status.message with role agent counts.
+    # Streaming: only statusUpdate.status.message with role agent counts
+    # (for a v0.3 first hop, the SDK's compat layer maps the v0.3 events).
     texts: list[str] = []
     last_state = None
     kinds = []
@@ -304,6 +320,13 @@ def matrix(agents: dict[str, str]) -> list[Flow]:
             for behaviour in ('send', 'stream'):
                 flows.append(Flow(f'{"->".join(chain)} {transport} {behaviour}',
                                   chain, transport, behaviour))
+    for callee in ('P', 'J'):
+        for transport in BINDING_OF:
+            for behaviour in ('send', 'stream'):
+                flows.append(Flow(f'H->{callee} {transport} {behaviour} v0.3-in',
+                                  ['H', callee], transport, behaviour, first_version='0.3'))
+    flows.append(Flow('H->P jsonrpc send b64-text-in', ['H', 'P'], 'jsonrpc', 'send',
+                      as_text=True))
     return flows
 
 
@@ -320,8 +343,9 @@ def known_limit(flow: Flow) -> str | None:
     return None
 
 
-async def served_transports(urls: dict[str, str]) -> dict[str, set[str]]:
-    """The bindings each agent's card lists for protocol 1.0."""
+async def served_transports(urls: dict[str, str], legacy: bool = False
+                            ) -> dict[str, set[str]]:
+    """The bindings each agent's card lists for protocol 1.0 (or 0.3)."""
     out: dict[str, set[str]] = {}
     async with httpx.AsyncClient(timeout=10) as http:
         for name, url in urls.items():
@@ -329,7 +353,7 @@ async def served_transports(urls: dict[str, str]) -> dict[str, set[str]]:
                 card = await A2ACardResolver(http, url).get_agent_card()
                 out[name] = {TRANSPORT_OF[i.protocol_binding] for i in card.supported_interfaces
                              if i.protocol_binding in TRANSPORT_OF
-                             and not is_legacy_version(i.protocol_version)}
+                             and is_legacy_version(i.protocol_version) == legacy}
             except Exception as e:  # noqa: BLE001
                 print(f'itk: cannot read the card of {name} at {url}: {e}', flush=True)
                 out[name] = set()
@@ -339,6 +363,7 @@ async def served_transports(urls: dict[str, str]) -> dict[str, set[str]]:
 async def main_async(args) -> int:
     urls = dict(a.split('=', 1) for a in args.agent)
     served = await served_transports(urls)
+    served_03 = await served_transports(urls, legacy=True)
     receiver = Receiver()
     sem = asyncio.Semaphore(args.jobs)
     results = {'PASS': 0, 'FAIL': 0, 'SKIP': 0}
@@ -354,6 +379,11 @@ async def main_async(args) -> int:
                 results['SKIP'] += 1
                 print(f'SKIP {flow.name}: {callee} does not serve {flow.transport}', flush=True)
                 return
+        if flow.first_version == '0.3' and flow.transport not in served_03[flow.hops[0]]:
+            results['SKIP'] += 1
+            print(f'SKIP {flow.name}: {flow.hops[0]} does not serve {flow.transport} '
+                  'in v0.3', flush=True)
+            return
         if flow.transport not in served[flow.hops[0]]:
             results['SKIP'] += 1
             print(f'SKIP {flow.name}: {flow.hops[0]} does not serve {flow.transport} '

@@ -92,8 +92,15 @@ function instructionOf(message) {
   const parts = message?.parts ?? [];
   for (const part of parts) {
     if (part.content?.$case === 'raw') {
+      let bytes = part.content.value;
+      // a2a-sdk's (Python) v0.3 gRPC/REST clients put the base64 text itself
+      // into the v0.3 bytes field, so it arrives here as ASCII. An encoded
+      // instruction starts with a tag byte (0x0a/0x12/0x1a), never with a
+      // base64 letter, so ASCII base64 is decoded once more.
+      const ascii = Buffer.from(bytes).toString('latin1');
+      if (ascii && /^[A-Za-z0-9+/]+={0,2}$/.test(ascii)) bytes = Buffer.from(ascii, 'base64');
       try {
-        return decodeInstruction(part.content.value);
+        return decodeInstruction(bytes);
       } catch (e) {
         throw new InstructionError(`the binary part ${part.filename || '(unnamed)'} is not an itk.Instruction: ${e.message}`);
       }

@@ -25,6 +25,7 @@ import base64
 import binascii
 import logging
 import os
+import re
 import sys
 import uuid
 
@@ -91,6 +92,9 @@ BINDINGS = {
 }
 
 
+BASE64_BYTES = re.compile(rb'[A-Za-z0-9+/]+={0,2}')
+
+
 class InstructionError(Exception):
     pass
 
@@ -104,8 +108,15 @@ def instruction_of(message: Message | None):
         raise InstructionError('the task has no user message')
     for part in message.parts:
         if part.WhichOneof('content') == 'raw':
+            data = part.raw
+            # a2a-sdk's v0.3 gRPC/REST clients put the base64 text itself into
+            # the v0.3 bytes field, so it arrives as ASCII. An encoded
+            # instruction starts with a tag byte (0x0a/0x12/0x1a), never with
+            # a base64 letter, so ASCII base64 is decoded once more.
+            if data and BASE64_BYTES.fullmatch(data):
+                data = base64.b64decode(data)
             try:
-                return itk.Instruction.FromString(part.raw)
+                return itk.Instruction.FromString(data)
             except DecodeError as e:
                 raise InstructionError(
                     f'the binary part {part.filename or "(unnamed)"} is not an '
