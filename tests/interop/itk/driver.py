@@ -60,6 +60,7 @@ import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.compat.v0_3.versions import is_legacy_version
 from a2a.types import (
+    ListTasksRequest,
     Message,
     Part,
     Role,
@@ -71,6 +72,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import instruction_pb as itk  # noqa: E402
 
 TOKEN = 'itk-token'
+FINISHED = 'task-finished'
 BINDING_OF = {'jsonrpc': 'JSONRPC', 'http_json': 'HTTP+JSON', 'grpc': 'GRPC'}
 TRANSPORT_OF = {v: k for k, v in BINDING_OF.items()}
 BEHAVIOURS = ('send', 'stream', 'push', 'resubscribe')
@@ -278,6 +280,55 @@ async def run_flow(flow: Flow, urls: dict[str, str], receiver: Receiver,
     check(not missing, f'marks {missing} missing from the answer {answer!r}')
     if flow.behaviour == 'push':
         await check_pushes(flow, receiver, prefix)
+    if flow.behaviour == 'resubscribe':
+        await check_held_task_canceled(flow, urls[flow.hops[-1]], timeout)
+
+
+def task_texts(task) -> list[str]:
+    out = [t for m in task.history for t in message_texts(m)]
+    if task.status.HasField('message'):
+        out += message_texts(task.status.message)
+    return out
+
+
+async def check_held_task_canceled(flow: Flow, url: str, timeout: float) -> None:
+    """The callee's held task (its texts carry the callee's mark and
+    task-finished) must end CANCELED soon: the caller cancels it once it
+    has read task-finished. Found through ListTasks (JSON-RPC v1.0)."""
+    mark = flow.marks[-1]
+    deadline = time.monotonic() + 5
+    async with httpx.AsyncClient(timeout=timeout) as http:
+        card = await A2ACardResolver(http, url).get_agent_card()
+        keep = [i for i in card.supported_interfaces
+                if i.protocol_binding == 'JSONRPC' and not is_legacy_version(i.protocol_version)]
+        del card.supported_interfaces[:]
+        card.supported_interfaces.extend(keep)
+        client = ClientFactory(ClientConfig(
+            streaming=False, httpx_client=http, supported_protocol_bindings=['JSONRPC'],
+        )).create(card)
+        try:
+            while True:
+                try:
+                    listed = await client.list_tasks(ListTasksRequest(history_length=20))
+                except Exception as e:  # noqa: BLE001
+                    flow.note = f'cancel not verified: ListTasks failed: {type(e).__name__}: {e}'
+                    return
+                held = [t for t in listed.tasks
+                        if any(mark in x and FINISHED in x for x in task_texts(t))]
+                if held and all(t.status.state == TaskState.TASK_STATE_CANCELED for t in held):
+                    flow.note = 'held task CANCELED'
+                    return
+                if time.monotonic() > deadline:
+                    states = [TaskState.Name(t.status.state) for t in held]
+                    check(held, f'no task of {flow.hops[-1]} carries {mark} and '
+                          f'{FINISHED} (ListTasks gave {len(listed.tasks)} tasks)')
+                    raise Failure(
+                        f'the held task of {flow.hops[-1]} is {states}, want CANCELED '
+                        f'5 s after the answer: {flow.hops[-2]} (the caller) must cancel '
+                        f'it after reading {FINISHED}, and {flow.hops[-1]} must honour it')
+                await asyncio.sleep(0.2)
+        finally:
+            await client.close()
 
 
 async def check_pushes(flow: Flow, receiver: Receiver, prefix: str) -> None:
@@ -301,6 +352,9 @@ async def check_pushes(flow: Flow, receiver: Receiver, prefix: str) -> None:
     callee_mark = flow.marks[-1]
     check(any(callee_mark in t for t in done_texts),
           f'the COMPLETED push does not carry {callee_mark}: {done_texts!r}')
+    done_at = next(i for i, s in enumerate(states) if s in ('TASK_STATE_COMPLETED', 'completed'))
+    check(any(s not in ('', 'TASK_STATE_COMPLETED', 'completed') for s in states[:done_at]),
+          f'no push of an intermediate state (submitted/working) before COMPLETED: {states}')
     shapes = sorted({next(iter(b)) if isinstance(b, dict) and b else '?' for _, _, b in posts})
     flow.note = f'{len(posts)} pushes, states {states}, body keys {shapes}'
 
@@ -399,9 +453,11 @@ async def main_async(args) -> int:
             try:
                 await run_flow(flow, urls, receiver, args.timeout)
                 results['PASS'] += 1
-                took = time.monotonic() - started
-                note = f' ({flow.note}; {took:.1f} s)' if flow.note else f' ({took:.1f} s)'
-                print(f'PASS {flow.name}{note if args.verbose else ""}', flush=True)
+                notes = [flow.note] if flow.note else []
+                if args.verbose:
+                    notes.append(f'{time.monotonic() - started:.1f} s')
+                print(f'PASS {flow.name}' + (f' ({"; ".join(notes)})' if notes else ''),
+                      flush=True)
             except Exception as e:  # noqa: BLE001
                 results['FAIL'] += 1
                 why = ' '.join(str(e).split()) or type(e).__name__
