@@ -27,6 +27,12 @@ Flows (each gets its own marks, one unique text per return node):
            travels as a v0.3 file part with base64 bytes).
   b64-text-in  H->P jsonrpc send with the instruction as base64 text in a
            text part instead of a binary part.
+  direct   the driver alone against each agent, per binding: `hold` streams a
+           held return node to its end (WORKING with `mark\ntask-finished`,
+           WORKING updates while held, COMPLETED after >= 5 s);
+           `resubscribe-snapshot` drops the stream after its first event,
+           SubscribeToTask must begin with the Task snapshot and show
+           task-finished, CancelTask must answer CANCELED and GetTask agree.
 
 The first hop goes from this driver (the a2a-sdk client) to X over the
 flow's binding, protocol 1.0 (0.3 for the v0.3-in flows): blocking sends must return a COMPLETED task
@@ -43,6 +49,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import json
 import os
 import sys
@@ -60,11 +67,14 @@ import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.compat.v0_3.versions import is_legacy_version
 from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
     ListTasksRequest,
     Message,
     Part,
     Role,
     SendMessageRequest,
+    SubscribeToTaskRequest,
     TaskState,
 )
 
@@ -269,8 +279,123 @@ async def first_hop(flow: Flow, url: str, inst, timeout: float) -> str:
     return '\n'.join(texts)
 
 
+async def sdk_client(http: httpx.AsyncClient, url: str, transport: str, *,
+                     streaming: bool):
+    """An a2a-sdk client of the agent at `url` over `transport`, v1.0."""
+    binding = BINDING_OF[transport]
+    card = await A2ACardResolver(http, url).get_agent_card()
+    keep = [i for i in card.supported_interfaces
+            if i.protocol_binding == binding and not is_legacy_version(i.protocol_version)]
+    check(keep, f'{url} card lists no {binding} 1.0 interface')
+    del card.supported_interfaces[:]
+    card.supported_interfaces.extend(keep)
+    return ClientFactory(ClientConfig(
+        streaming=streaming, httpx_client=http, supported_protocol_bindings=[binding],
+        grpc_channel_factory=lambda u: grpc.aio.insecure_channel(grpc_target(u)),
+    )).create(card)
+
+
+def held_request(flow: Flow) -> SendMessageRequest:
+    flow.marks = [f'mark-0-{flow.hops[0]}-{uuid.uuid4().hex[:8]}']
+    inst = ret(flow.marks[0], hold=True)
+    return SendMessageRequest(message=Message(
+        message_id=str(uuid.uuid4()), role=Role.ROLE_USER,
+        parts=[Part(raw=inst.SerializeToString(), media_type=itk.MEDIA_TYPE,
+                    filename=itk.FILENAME)]))
+
+
+async def hold_flow(flow: Flow, url: str, timeout: float) -> None:
+    """The driver streams a held return node and reads the stream to its
+    end: WORKING with `mark\ntask-finished`, more WORKING updates while
+    held, COMPLETED after several seconds."""
+    request = held_request(flow)
+    want = f'{flow.marks[0]}\n{FINISHED}'
+    started = time.monotonic()
+    states: list[str] = []
+    first_text = None
+    async with httpx.AsyncClient(timeout=timeout) as http:
+        client = await sdk_client(http, url, flow.transport, streaming=True)
+        try:
+            async for event in client.send_message(request):
+                if event.WhichOneof('payload') != 'status_update':
+                    continue
+                status = event.status_update.status
+                states.append(TaskState.Name(status.state).removeprefix('TASK_STATE_'))
+                texts = message_texts(status.message) if status.HasField('message') else []
+                if texts and first_text is None:
+                    first_text = (states[-1], texts)
+        finally:
+            await client.close()
+    took = time.monotonic() - started
+    check(first_text is not None, f'no status update carried a message: {states}')
+    check(first_text[0] == 'WORKING' and want in first_text[1],
+          f'the first status message is {first_text}, want WORKING with {want!r}')
+    check(states and states[-1] == 'COMPLETED', f'status updates {states}, want COMPLETED last')
+    check(took >= 5, f'the held task completed after {took:.1f} s, want it held for a while')
+    flow.note = (f'{states.count("WORKING")} WORKING updates, COMPLETED after {took:.1f} s')
+
+
+async def snapshot_flow(flow: Flow, url: str, timeout: float) -> None:
+    """The resubscribe behaviour done by the driver itself, strictly: the
+    stream dropped after its first event; SubscribeToTask must start with a
+    Task snapshot; task-finished is read from the snapshot or an update;
+    CancelTask must answer CANCELED and GetTask agree."""
+    request = held_request(flow)
+    async with httpx.AsyncClient(timeout=timeout) as http:
+        client = await sdk_client(http, url, flow.transport, streaming=True)
+        try:
+            stream = client.send_message(request)
+            task_id = ''
+            try:
+                async for event in stream:
+                    kind = event.WhichOneof('payload')
+                    task_id = (event.task.id if kind == 'task' else
+                               event.status_update.task_id if kind == 'status_update' else '')
+                    break
+            finally:
+                await stream.aclose()
+            check(task_id, 'the first streamed event names no task')
+            kinds: list[str] = []
+            found = ''
+            sub = client.subscribe(SubscribeToTaskRequest(id=task_id))
+            try:
+                async for event in sub:
+                    kind = event.WhichOneof('payload')
+                    kinds.append(kind)
+                    if kind == 'task':
+                        texts = task_texts(event.task)
+                    elif kind == 'status_update' and event.status_update.status.HasField('message'):
+                        texts = message_texts(event.status_update.status.message)
+                    else:
+                        texts = []
+                    hit = [t for t in texts if FINISHED in t and flow.marks[0] in t]
+                    if hit:
+                        found = f'{kind} #{len(kinds)}'
+                        break
+            finally:
+                await sub.aclose()
+            check(kinds and kinds[0] == 'task',
+                  f'SubscribeToTask began with {kinds[:1]}, want the Task snapshot')
+            check(found, f'no {FINISHED} with the mark after subscribing: events {kinds}')
+            canceled = await client.cancel_task(CancelTaskRequest(id=task_id))
+            check(canceled.status.state == TaskState.TASK_STATE_CANCELED,
+                  f'CancelTask answered {TaskState.Name(canceled.status.state)}')
+            got = await client.get_task(GetTaskRequest(id=task_id))
+            check(got.status.state == TaskState.TASK_STATE_CANCELED,
+                  f'GetTask after the cancel: {TaskState.Name(got.status.state)}')
+        finally:
+            await client.close()
+    flow.note = f'{FINISHED} found in the {found}'
+
+
 async def run_flow(flow: Flow, urls: dict[str, str], receiver: Receiver,
                    timeout: float) -> None:
+    if flow.behaviour == 'hold':
+        await asyncio.wait_for(hold_flow(flow, urls[flow.hops[0]], timeout), timeout)
+        return
+    if flow.behaviour == 'resubscribe-snapshot':
+        await asyncio.wait_for(snapshot_flow(flow, urls[flow.hops[0]], timeout), timeout)
+        return
     prefix = f'/{flow.name.replace(" ", "_").replace(">", "").replace("-", "_")}-{uuid.uuid4().hex[:6]}'
     push_url = f'127.0.0.1:{receiver.port}{prefix}'
     inst = build_instruction(flow, urls, push_url)
@@ -379,6 +504,11 @@ def matrix(agents: dict[str, str]) -> list[Flow]:
             for behaviour in ('send', 'stream'):
                 flows.append(Flow(f'H->{callee} {transport} {behaviour} v0.3-in',
                                   ['H', callee], transport, behaviour, first_version='0.3'))
+    for agent in ('H', 'P', 'J'):
+        for transport in BINDING_OF:
+            for behaviour in ('hold', 'resubscribe-snapshot'):
+                flows.append(Flow(f'driver->{agent} {transport} {behaviour}',
+                                  [agent], transport, behaviour))
     flows.append(Flow('H->P jsonrpc send b64-text-in', ['H', 'P'], 'jsonrpc', 'send',
                       as_text=True))
     return flows
@@ -448,7 +578,8 @@ async def main_async(args) -> int:
             results['SKIP'] += 1
             print(f'SKIP {flow.name}: {why}', flush=True)
             return
-        async with sem:
+        # Held tasks mostly wait: they do not take one of the --jobs slots.
+        async with (contextlib.nullcontext() if flow.behaviour == 'hold' else sem):
             started = time.monotonic()
             try:
                 await run_flow(flow, urls, receiver, args.timeout)
