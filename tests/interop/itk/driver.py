@@ -27,7 +27,12 @@ Flows (each gets its own marks, one unique text per return node):
            travels as a v0.3 file part with base64 bytes).
   b64-text-in  H->P jsonrpc send with the instruction as base64 text in a
            text part instead of a binary part.
-  direct   the driver alone against each agent, per binding: `hold` streams a
+  direct   the driver alone against each agent: `card` (every binding for 1.0
+           and 0.3, gRPC url without a scheme, the v0.3 top-level url; JSON-RPC
+           answers at /jsonrpc and /jsonrpc/ in both versions); `bad-instruction`
+           and `unreachable` (bytes that are no instruction, a call to a
+           closed port: FAILED with a message saying why); per binding,
+           `hold` streams a
            held return node to its end (WORKING with `mark\ntask-finished`,
            WORKING updates while held, COMPLETED after >= 5 s);
            `resubscribe-snapshot` drops the stream after its first event,
@@ -388,8 +393,80 @@ async def snapshot_flow(flow: Flow, url: str, timeout: float) -> None:
     flow.note = f'{FINISHED} found in the {found}'
 
 
+async def card_flow(flow: Flow, url: str, timeout: float) -> None:
+    """The card the kit expects (every binding for 1.0 and 0.3, gRPC
+    without a scheme, the v0.3 top-level url), and JSON-RPC answering at
+    /jsonrpc and /jsonrpc/ in both protocol versions."""
+    base = url.rstrip('/')
+    async with httpx.AsyncClient(timeout=timeout) as http:
+        response = await http.get(f'{base}/.well-known/agent-card.json')
+        check(response.status_code == 200, f'card: HTTP {response.status_code}')
+        card = response.json()
+        ifaces = {(i.get('protocolBinding'), i.get('protocolVersion')): i.get('url', '')
+                  for i in card.get('supportedInterfaces', [])}
+        want = {(b, v) for b in BINDING_OF.values() for v in ('1.0', '0.3')}
+        check(want <= set(ifaces), f'supportedInterfaces lack {sorted(want - set(ifaces))}')
+        for version in ('1.0', '0.3'):
+            check('://' not in ifaces[('GRPC', version)],
+                  f'GRPC {version} url {ifaces[("GRPC", version)]!r} has a scheme')
+        check(card.get('url') == ifaces[('JSONRPC', '0.3')],
+              f'v0.3 top-level url {card.get("url")!r}, want the JSONRPC 0.3 interface '
+              f'{ifaces[("JSONRPC", "0.3")]!r}')
+        for path in ('/jsonrpc', '/jsonrpc/'):
+            for version, method in (('1.0', 'GetTask'), ('0.3', 'tasks/get')):
+                response = await http.post(
+                    f'{base}{path}', headers={'A2A-Version': version},
+                    json={'jsonrpc': '2.0', 'id': 1, 'method': method,
+                          'params': {'id': f'no-such-task-{uuid.uuid4().hex[:6]}'}})
+                try:
+                    code = response.json().get('error', {}).get('code')
+                except ValueError:
+                    code = None
+                check(response.status_code == 200 and code == -32001,
+                      f'POST {path} {method} (A2A-Version {version}) for an unknown task: '
+                      f'HTTP {response.status_code} {response.text[:200]!r}, '
+                      'want a JSON-RPC error -32001')
+
+
+async def error_flow(flow: Flow, url: str, timeout: float) -> None:
+    """A hop that cannot be carried out must end FAILED with a message
+    saying why: `bad-instruction` sends bytes that are no itk.Instruction,
+    `unreachable` a call to an agent whose card cannot be fetched."""
+    if flow.behaviour == 'bad-instruction':
+        part = Part(raw=b'\xff\xff\xff not protobuf', media_type=itk.MEDIA_TYPE,
+                    filename=itk.FILENAME)
+    else:
+        inst = itk.Instruction(call_agent=itk.CallAgent(
+            transport='jsonrpc', agent_card_uri='http://127.0.0.1:9',
+            instruction=ret('never'), send_message=itk.SendMessageBehavior()))
+        part = Part(raw=inst.SerializeToString(), media_type=itk.MEDIA_TYPE,
+                    filename=itk.FILENAME)
+    request = SendMessageRequest(message=Message(
+        message_id=str(uuid.uuid4()), role=Role.ROLE_USER, parts=[part]))
+    async with httpx.AsyncClient(timeout=timeout) as http:
+        client = await sdk_client(http, url, flow.transport, streaming=False)
+        try:
+            events = [e async for e in client.send_message(request)]
+        finally:
+            await client.close()
+    check(len(events) == 1 and events[0].HasField('task'),
+          f'send gave {[e.WhichOneof("payload") for e in events]}, want one task')
+    task = events[0].task
+    why = ' '.join(message_texts(task.status.message))
+    check(task.status.state == TaskState.TASK_STATE_FAILED,
+          f'state {TaskState.Name(task.status.state)} ({why!r}), want FAILED')
+    check(why.strip() != '', 'FAILED without a message saying why')
+    flow.note = f'FAILED: {why[:120]}'
+
+
 async def run_flow(flow: Flow, urls: dict[str, str], receiver: Receiver,
                    timeout: float) -> None:
+    if flow.behaviour in ('bad-instruction', 'unreachable'):
+        await asyncio.wait_for(error_flow(flow, urls[flow.hops[0]], timeout), timeout)
+        return
+    if flow.behaviour == 'card':
+        await asyncio.wait_for(card_flow(flow, urls[flow.hops[0]], timeout), timeout)
+        return
     if flow.behaviour == 'hold':
         await asyncio.wait_for(hold_flow(flow, urls[flow.hops[0]], timeout), timeout)
         return
@@ -505,6 +582,10 @@ def matrix(agents: dict[str, str]) -> list[Flow]:
                 flows.append(Flow(f'H->{callee} {transport} {behaviour} v0.3-in',
                                   ['H', callee], transport, behaviour, first_version='0.3'))
     for agent in ('H', 'P', 'J'):
+        flows.append(Flow(f'driver->{agent} card', [agent], 'jsonrpc', 'card'))
+        for behaviour in ('bad-instruction', 'unreachable'):
+            flows.append(Flow(f'driver->{agent} jsonrpc {behaviour}', [agent], 'jsonrpc',
+                              behaviour))
         for transport in BINDING_OF:
             for behaviour in ('hold', 'resubscribe-snapshot'):
                 flows.append(Flow(f'driver->{agent} {transport} {behaviour}',
