@@ -342,7 +342,8 @@ async def hold_flow(flow: Flow, url: str, timeout: float) -> None:
 
 async def snapshot_flow(flow: Flow, url: str, timeout: float) -> None:
     """The resubscribe behaviour done by the driver itself, strictly: the
-    stream dropped after its first event; SubscribeToTask must start with a
+    stream dropped after its first event; 2.5 s later (after the first plain
+    WORKING update) SubscribeToTask must start with a
     Task snapshot; task-finished is read from the snapshot or an update;
     CancelTask must answer CANCELED and GetTask agree."""
     request = held_request(flow)
@@ -360,6 +361,9 @@ async def snapshot_flow(flow: Flow, url: str, timeout: float) -> None:
             finally:
                 await stream.aclose()
             check(task_id, 'the first streamed event names no task')
+            # Past the first plain WORKING update: task-finished is then only
+            # in the snapshot's history, where the kit's resubscribers look.
+            await asyncio.sleep(2.5)
             kinds: list[str] = []
             found = ''
             sub = client.subscribe(SubscribeToTaskRequest(id=task_id))
@@ -367,15 +371,20 @@ async def snapshot_flow(flow: Flow, url: str, timeout: float) -> None:
                 async for event in sub:
                     kind = event.WhichOneof('payload')
                     kinds.append(kind)
+                    where = kind
                     if kind == 'task':
                         texts = task_texts(event.task)
+                        in_history = [t for m in event.task.history for t in message_texts(m)]
+                        where = ('task snapshot history'
+                                 if any(FINISHED in t for t in in_history) else
+                                 'task snapshot status')
                     elif kind == 'status_update' and event.status_update.status.HasField('message'):
                         texts = message_texts(event.status_update.status.message)
                     else:
                         texts = []
                     hit = [t for t in texts if FINISHED in t and flow.marks[0] in t]
                     if hit:
-                        found = f'{kind} #{len(kinds)}'
+                        found = f'{where}, event #{len(kinds)}'
                         break
             finally:
                 await sub.aclose()
