@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # ITK interop: `heddle itk-agent` (H) with ITK-style agents built on the
 # official Python SDK (P, itk/python_agent.py, a2a-sdk) and JS SDK (J,
-# itk/js_agent.mjs, @a2a-js/sdk). Each agent runs on its own free ports;
+# itk/js_agent.mjs, @a2a-js/sdk), and the same two as v0.3-only agents (P3,
+# J3: --protocol 0.3). Each agent runs on its own free ports;
 # itk/driver.py sends nested itk.Instruction chains into the first agent of
 # every flow and checks that each hop's mark reaches the answer: every ordered
 # pair with H as caller or callee and H->H, over jsonrpc, http_json and grpc,
 # with the send, stream, push and resubscribe behaviours; the chains P->H->J
-# and J->H->P; v0.3 and base64-text first hops into H.
+# and J->H->P; v0.3 and base64-text first hops into H; the card, errors,
+# held tasks and resubscription against each agent directly (itk/driver.py).
 #
 #   HEDDLE_BIN    the heddle binary (default: target/debug/heddle, built with
 #                 `cargo build -p heddle` when missing)
@@ -93,10 +95,16 @@ else
 fi
 start P "${python_agent[@]}"
 start J node "$HERE/itk/js_agent.mjs"
+# The same SDK agents as v0.3-only agents (card and calls), like the kit's
+# agents on the SDKs' v0.3 lines.
+start P3 "${python_agent[@]}" --protocol 0.3
+start J3 node "$HERE/itk/js_agent.mjs" --protocol 0.3
 
 out="$work/driver.out"
 set +e
-timeout 300 "$HERE/.venv/bin/python" "$HERE/itk/driver.py" "${agents[@]}" \
+driver_flags=()
+[ "$standin" = 1 ] && driver_flags+=(--standin)
+timeout 300 "$HERE/.venv/bin/python" "$HERE/itk/driver.py" "${agents[@]}" "${driver_flags[@]}" \
   --jobs "${ITK_JOBS:-8}" | tee "$out" | grep -v '^itk: [0-9]* passed'
 driver_rc=${PIPESTATUS[0]}
 set -e

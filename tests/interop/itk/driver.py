@@ -4,12 +4,15 @@ every hop left its mark in the final answer.
 Usage: driver.py --agent H=http://127.0.0.1:N --agent P=... --agent J=...
                  [--only SUBSTRING] [--jobs N] [--timeout SECONDS]
 
-Agents are named by one letter: H (heddle itk-agent), P (the Python SDK
-agent), J (the JS SDK agent). A missing agent makes its flows SKIP.
+Agents: H (heddle itk-agent), P (the Python SDK agent), J (the JS SDK
+agent), and P3 / J3 (the same SDK agents started with --protocol 0.3: a
+card with only 0.3 interfaces, calls over v0.3 only, like the kit's agents
+on the SDKs' v0.3 lines). A missing agent makes its flows SKIP.
 
 Flows (each gets its own marks, one unique text per return node):
   pairs    every ordered pair X->Y of different agents where H is one of
-           them, and H->H; for every binding Y's card lists for 1.0
+           them, and H->H; for every binding Y's card lists (for 1.0; for 0.3
+           when Y is P3/J3; a first hop into P3/J3 is v0.3 too)
            (jsonrpc, http_json, grpc) and every behaviour:
              send       X sends to Y, blocking
              stream     X streams to Y, and the driver streams to X
@@ -72,6 +75,7 @@ import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.compat.v0_3.versions import is_legacy_version
 from a2a.types import (
+    AgentInterface,
     CancelTaskRequest,
     GetTaskRequest,
     ListTasksRequest,
@@ -92,9 +96,16 @@ BINDING_OF = {'jsonrpc': 'JSONRPC', 'http_json': 'HTTP+JSON', 'grpc': 'GRPC'}
 TRANSPORT_OF = {v: k for k, v in BINDING_OF.items()}
 BEHAVIOURS = ('send', 'stream', 'push', 'resubscribe')
 
-# What one SDK truly cannot do: (caller, callee, transport, behaviour) with
-# None as a wildcard -> why. Each is printed as SKIP, never dropped silently.
-KNOWN_LIMITS: dict[tuple, str] = {}
+# What one SDK truly cannot do, per hop: (caller, callee, transport,
+# behaviour) with None as a wildcard -> why. Printed as SKIP, never dropped.
+PY03_FILE_BYTES = (
+    "a2a-sdk 1.3.0's v0.3 gRPC/REST server reads v0.3 file bytes as base64 text "
+    "(compat/v0_3/proto_utils.py), so a spec-encoded binary part fails there (gRPC "
+    "'Incorrect padding', REST HTTP 500); the JS SDK's v0.3 client fails the same way")
+KNOWN_LIMITS: dict[tuple, str] = {
+    (None, 'P3', 'grpc', None): PY03_FILE_BYTES,
+    (None, 'P3', 'http_json', None): PY03_FILE_BYTES,
+}
 
 
 class Failure(AssertionError):
@@ -173,10 +184,20 @@ class Flow:
     hops: list[str]            # agent letters, first is the driver's callee
     transport: str             # jsonrpc | http_json | grpc (every hop)
     behaviour: str             # send | stream | push | resubscribe
-    first_version: str = '1.0'  # protocol of the driver's own first hop
+    first_version: str = ''     # protocol of the driver's own first hop
+                                # ('' -> the first agent's, see version_of)
     as_text: bool = False       # first hop sends the instruction as base64 text
     marks: list[str] = field(default_factory=list)
     note: str = ''
+
+
+def version_of(agent: str) -> str:
+    """P3 and J3 are the SDK agents started with --protocol 0.3."""
+    return '0.3' if agent.endswith('3') else '1.0'
+
+
+def first_version(flow: Flow) -> str:
+    return flow.first_version or version_of(flow.hops[0])
 
 
 def ret(mark: str, hold: bool = False):
@@ -224,12 +245,12 @@ async def first_hop(flow: Flow, url: str, inst, timeout: float) -> str:
     returns the text of its final answer."""
     binding = BINDING_OF[flow.transport]
     streaming = flow.behaviour == 'stream'
-    legacy = flow.first_version == '0.3'
+    legacy = first_version(flow) == '0.3'
     async with httpx.AsyncClient(timeout=timeout) as http:
         card = await A2ACardResolver(http, url).get_agent_card()
         keep = [i for i in card.supported_interfaces
                 if i.protocol_binding == binding and is_legacy_version(i.protocol_version) == legacy]
-        check(keep, f'{url} card lists no {binding} {flow.first_version} interface')
+        check(keep, f'{url} card lists no {binding} {first_version(flow)} interface')
         del card.supported_interfaces[:]
         card.supported_interfaces.extend(keep)
         client = ClientFactory(ClientConfig(
@@ -238,7 +259,7 @@ async def first_hop(flow: Flow, url: str, inst, timeout: float) -> str:
         )).create(card)
         transport = type(getattr(client._transport, '_base', client._transport)).__name__
         check(transport.startswith('Compat') == legacy,
-              f'the SDK built {transport} for a {flow.first_version} first hop')
+              f'the SDK built {transport} for a {first_version(flow)} first hop')
         if flow.as_text:
             part = Part(text=base64.b64encode(inst.SerializeToString()).decode())
         else:
@@ -512,6 +533,11 @@ async def check_held_task_canceled(flow: Flow, url: str, timeout: float) -> None
         card = await A2ACardResolver(http, url).get_agent_card()
         keep = [i for i in card.supported_interfaces
                 if i.protocol_binding == 'JSONRPC' and not is_legacy_version(i.protocol_version)]
+        if not keep:
+            # P3/J3: v0.3 has no ListTasks, but their SDK servers still speak
+            # 1.0 behind the 0.3-only card, at the same JSON-RPC url.
+            keep = [AgentInterface(url=i.url, protocol_binding='JSONRPC', protocol_version='1.0')
+                    for i in card.supported_interfaces if i.protocol_binding == 'JSONRPC'][:1]
         del card.supported_interfaces[:]
         card.supported_interfaces.extend(keep)
         client = ClientFactory(ClientConfig(
@@ -574,7 +600,8 @@ async def check_pushes(flow: Flow, receiver: Receiver, prefix: str) -> None:
 
 def matrix(agents: dict[str, str]) -> list[Flow]:
     flows: list[Flow] = []
-    pairs = [('P', 'H'), ('H', 'P'), ('J', 'H'), ('H', 'J'), ('H', 'H')]
+    pairs = [('P', 'H'), ('H', 'P'), ('J', 'H'), ('H', 'J'), ('H', 'H'),
+             ('P3', 'H'), ('H', 'P3'), ('J3', 'H'), ('H', 'J3')]
     for caller, callee in pairs:
         for transport in BINDING_OF:
             for behaviour in BEHAVIOURS:
@@ -606,14 +633,10 @@ def matrix(agents: dict[str, str]) -> list[Flow]:
 
 def known_limit(flow: Flow) -> str | None:
     for i in range(len(flow.hops) - 1):
-        caller, callee = flow.hops[i], flow.hops[i + 1]
-        for key in ((caller, callee, flow.transport, flow.behaviour),
-                    (caller, None, flow.transport, flow.behaviour),
-                    (None, callee, flow.transport, flow.behaviour),
-                    (caller, None, None, flow.behaviour),
-                    (None, callee, None, flow.behaviour)):
-            if key in KNOWN_LIMITS:
-                return KNOWN_LIMITS[key]
+        hop = (flow.hops[i], flow.hops[i + 1], flow.transport, flow.behaviour)
+        for key, why in KNOWN_LIMITS.items():
+            if all(k is None or k == h for k, h in zip(key, hop)):
+                return why
     return None
 
 
@@ -648,20 +671,19 @@ async def main_async(args) -> int:
             results['SKIP'] += 1
             print(f'SKIP {flow.name}: agent {",".join(sorted(set(missing)))} not started', flush=True)
             return
+        by_version = {'1.0': served, '0.3': served_03}
         for callee in flow.hops[1:]:
-            if flow.transport not in served[callee]:
+            version = version_of(callee)
+            if flow.transport not in by_version[version][callee]:
                 results['SKIP'] += 1
-                print(f'SKIP {flow.name}: {callee} does not serve {flow.transport}', flush=True)
+                print(f'SKIP {flow.name}: {callee} does not serve {flow.transport} '
+                      f'{version}', flush=True)
                 return
-        if flow.first_version == '0.3' and flow.transport not in served_03[flow.hops[0]]:
+        version = first_version(flow)
+        if flow.transport not in by_version[version][flow.hops[0]]:
             results['SKIP'] += 1
             print(f'SKIP {flow.name}: {flow.hops[0]} does not serve {flow.transport} '
-                  'in v0.3', flush=True)
-            return
-        if flow.transport not in served[flow.hops[0]]:
-            results['SKIP'] += 1
-            print(f'SKIP {flow.name}: {flow.hops[0]} does not serve {flow.transport} '
-                  'for the first hop', flush=True)
+                  f'{version} for the first hop', flush=True)
             return
         why = known_limit(flow)
         if why:
@@ -708,7 +730,13 @@ def main() -> int:
     parser.add_argument('--jobs', type=int, default=8, help='flows at once')
     parser.add_argument('--timeout', type=float, default=45.0, help='seconds a flow')
     parser.add_argument('-v', '--verbose', action='store_true')
+    parser.add_argument('--standin', action='store_true',
+                        help='H is a copy of the Python SDK agent (itk_run.sh ITK_STANDIN=1)')
     args = parser.parse_args()
+    if args.standin:
+        for transport in ('grpc', 'http_json'):
+            KNOWN_LIMITS[('J3', 'H', transport, None)] = (
+                'H stands in as the Python SDK agent: ' + PY03_FILE_BYTES)
     if not args.agent:
         parser.error('give at least one --agent NAME=URL')
     return asyncio.run(main_async(args))

@@ -4,7 +4,11 @@
 // Same behaviour as itk/python_agent.py and `heddle itk-agent` (see the ITK
 // section of tests/interop/README.md).
 //
-// Usage: node js_agent.mjs --httpPort N --grpcPort M
+// Usage: node js_agent.mjs --httpPort N --grpcPort M [--protocol 1.0|0.3]
+//
+// With --protocol 0.3 it stands in for an agent of the v0.3 line: the card
+// lists only the 0.3 interfaces and every call goes to the callee's 0.3
+// interfaces with the SDK's legacy transports (the server keeps serving 1.0).
 //
 // Served, all from one DefaultRequestHandler and one InMemoryTaskStore, every
 // handler with legacyCompat (v0.3) enabled:
@@ -48,6 +52,9 @@ const FINISHED = 'task-finished';
 const PUSH_TOKEN = 'itk-token';
 const HOLD_UPDATES = 5;
 const HOLD_INTERVAL_MS = 2000;
+// --protocol 0.3: calls go to the 0.3 interfaces of the callee's card only
+// (the SDK's legacy transports), like an agent on the SDK's v0.3 line.
+let OUTGOING_LEGACY = false;
 const OPEN_STATES = new Set([
   TaskState.TASK_STATE_SUBMITTED,
   TaskState.TASK_STATE_WORKING,
@@ -176,9 +183,10 @@ async function run(inst) {
 }
 
 function transportFactory(binding) {
-  if (binding === 'JSONRPC') return new JsonRpcTransportFactory();
-  if (binding === 'HTTP+JSON') return new RestTransportFactory();
-  const grpcFactory = new GrpcTransportFactory();
+  const legacy = OUTGOING_LEGACY ? { legacyCompat: { enabled: true } } : {};
+  if (binding === 'JSONRPC') return new JsonRpcTransportFactory(legacy);
+  if (binding === 'HTTP+JSON') return new RestTransportFactory(legacy);
+  const grpcFactory = new GrpcTransportFactory(legacy);
   // The card's gRPC url may carry a scheme; grpc-js wants host:port.
   return {
     get protocolName() {
@@ -212,9 +220,12 @@ async function callAgent(call) {
   const base = call.agentCardUri.endsWith('/') ? call.agentCardUri : `${call.agentCardUri}/`;
   let card;
   try {
-    card = await new DefaultAgentCardResolver().resolve(base);
+    card = await new DefaultAgentCardResolver(OUTGOING_LEGACY ? { legacyCompat: { enabled: true } } : undefined).resolve(base);
   } catch (e) {
     throw new InstructionError(`cannot read the card of ${call.agentCardUri}: ${e.message}`);
+  }
+  if (OUTGOING_LEGACY) {
+    card = { ...card, supportedInterfaces: (card.supportedInterfaces ?? []).filter((i) => /^0\.3(\.|$)/.test(i.protocolVersion)) };
   }
   let client;
   try {
@@ -369,14 +380,14 @@ class ItkExecutor {
   };
 }
 
-function agentCard(httpPort, grpcPort) {
+function agentCard(httpPort, grpcPort, versions) {
   const urls = {
     JSONRPC: `http://127.0.0.1:${httpPort}/jsonrpc/`,
     'HTTP+JSON': `http://127.0.0.1:${httpPort}/rest/`,
     GRPC: `127.0.0.1:${grpcPort}`,
   };
   const supportedInterfaces = [];
-  for (const protocolVersion of ['1.0', '0.3']) {
+  for (const protocolVersion of versions) {
     for (const [protocolBinding, url] of Object.entries(urls)) {
       supportedInterfaces.push({ url, protocolBinding, tenant: '', protocolVersion });
     }
@@ -409,14 +420,17 @@ function agentCard(httpPort, grpcPort) {
 }
 
 function main() {
-  const { values } = parseArgs({ options: { httpPort: { type: 'string' }, grpcPort: { type: 'string' } } });
+  const { values } = parseArgs({
+    options: { httpPort: { type: 'string' }, grpcPort: { type: 'string' }, protocol: { type: 'string', default: '1.0' } },
+  });
   const httpPort = Number(values.httpPort);
   const grpcPort = Number(values.grpcPort);
-  if (!httpPort || !grpcPort) {
-    console.error('usage: node js_agent.mjs --httpPort N --grpcPort M');
+  if (!httpPort || !grpcPort || !['1.0', '0.3'].includes(values.protocol)) {
+    console.error('usage: node js_agent.mjs --httpPort N --grpcPort M [--protocol 1.0|0.3]');
     process.exit(2);
   }
-  const card = agentCard(httpPort, grpcPort);
+  OUTGOING_LEGACY = values.protocol === '0.3';
+  const card = agentCard(httpPort, grpcPort, OUTGOING_LEGACY ? ['0.3'] : ['1.0', '0.3']);
   const pushStore = new InMemoryPushNotificationStore();
   const requestHandler = new DefaultRequestHandler(
     card,

@@ -4,7 +4,11 @@ carries and hands nested instructions on to other agents with the SDK's own
 client. The behaviour is the one the ITK section of tests/interop/README.md describes (and
 `heddle itk-agent` and itk/js_agent.mjs share).
 
-Usage: python_agent.py --httpPort N --grpcPort M
+Usage: python_agent.py --httpPort N --grpcPort M [--protocol 1.0|0.3]
+
+With --protocol 0.3 it stands in for an agent of the v0.3 line: the card
+lists only the 0.3 interfaces and every call goes to the callee's 0.3
+interfaces with the SDK's compat transports (the server keeps serving 1.0).
 
 Served, all from one DefaultRequestHandler and one InMemoryTaskStore:
   http://127.0.0.1:N/.well-known/agent-card.json   the card
@@ -39,6 +43,7 @@ from starlette.applications import Starlette
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.compat.v0_3 import a2a_v0_3_pb2_grpc
 from a2a.compat.v0_3.grpc_handler import CompatGrpcHandler
+from a2a.compat.v0_3.versions import is_legacy_version
 from a2a.helpers import new_task_from_user_message, new_text_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
@@ -80,6 +85,9 @@ FINISHED = 'task-finished'
 PUSH_TOKEN = 'itk-token'
 HOLD_UPDATES = 5
 HOLD_INTERVAL = 2.0
+# --protocol 0.3: calls go to the 0.3 interfaces of the callee's card only
+# (a2a-sdk's compat transports), like an agent on the SDK's v0.3 line.
+OUTGOING_LEGACY = False
 OPEN_STATES = (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING,
                TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED)
 
@@ -228,6 +236,11 @@ async def call_agent(call) -> list[str]:
         except Exception as e:
             raise InstructionError(
                 f'cannot read the card of {call.agent_card_uri}: {e}') from e
+        if OUTGOING_LEGACY:
+            keep = [i for i in card.supported_interfaces
+                    if is_legacy_version(i.protocol_version)]
+            del card.supported_interfaces[:]
+            card.supported_interfaces.extend(keep)
         config = ClientConfig(
             streaming=call.streaming or resubscribe,
             httpx_client=http,
@@ -344,13 +357,13 @@ class ItkExecutor(AgentExecutor):
         await updater.cancel()
 
 
-def agent_card(http_port: int, grpc_port: int) -> AgentCard:
+def agent_card(http_port: int, grpc_port: int, versions: tuple[str, ...]) -> AgentCard:
     base = f'http://127.0.0.1:{http_port}'
     urls = {'JSONRPC': f'{base}/jsonrpc/', 'HTTP+JSON': f'{base}/rest/',
             'GRPC': f'127.0.0.1:{grpc_port}'}
     interfaces = [
         AgentInterface(url=url, protocol_binding=binding, protocol_version=version)
-        for version in ('1.0', '0.3')  # the first 0.3 one becomes the v0.3 `url`
+        for version in versions  # the first 0.3 one becomes the v0.3 `url`
         for binding, url in urls.items()
     ]
     return AgentCard(
@@ -367,8 +380,10 @@ def agent_card(http_port: int, grpc_port: int) -> AgentCard:
     )
 
 
-async def main(http_port: int, grpc_port: int) -> None:
-    card = agent_card(http_port, grpc_port)
+async def main(http_port: int, grpc_port: int, protocol: str) -> None:
+    global OUTGOING_LEGACY
+    OUTGOING_LEGACY = protocol == '0.3'
+    card = agent_card(http_port, grpc_port, ('0.3',) if OUTGOING_LEGACY else ('1.0', '0.3'))
     push_store = InMemoryPushNotificationConfigStore()
     push_http = httpx.AsyncClient(timeout=10.0)
     handler = DefaultRequestHandler(
@@ -405,8 +420,10 @@ if __name__ == '__main__':
     parser = argparse.ArgumentParser(description='ITK agent on a2a-sdk')
     parser.add_argument('--httpPort', type=int, required=True)
     parser.add_argument('--grpcPort', type=int, required=True)
+    parser.add_argument('--protocol', choices=('1.0', '0.3'), default='1.0',
+                        help='0.3: act as a v0.3-only agent (card and calls)')
     args = parser.parse_args()
     level = os.environ.get('ITK_LOG_LEVEL', 'WARNING').upper()
     logging.basicConfig(level=getattr(logging, level, logging.WARNING),
                         format='%(asctime)s %(name)s %(levelname)s %(message)s')
-    asyncio.run(main(args.httpPort, args.grpcPort))
+    asyncio.run(main(args.httpPort, args.grpcPort, args.protocol))
