@@ -426,4 +426,7 @@ if __name__ == '__main__':
     level = os.environ.get('ITK_LOG_LEVEL', 'WARNING').upper()
     logging.basicConfig(level=getattr(logging, level, logging.WARNING),
                         format='%(asctime)s %(name)s %(levelname)s %(message)s')
+    if level != 'DEBUG':  # at INFO these log every request and whole cards
+        logging.getLogger('httpx').setLevel(logging.WARNING)
+        logging.getLogger('a2a.client').setLevel(logging.WARNING)
     asyncio.run(main(args.httpPort, args.grpcPort, args.protocol))
