@@ -10,43 +10,40 @@ card with only 0.3 interfaces, calls over v0.3 only, like the kit's agents
 on the SDKs' v0.3 lines). A missing agent makes its flows SKIP.
 
 Flows (each gets its own marks, one unique text per return node):
-  pairs    every ordered pair X->Y of different agents where H is one of
-           them, and H->H; for every binding Y's card lists (for 1.0; for 0.3
-           when Y is P3/J3; a first hop into P3/J3 is v0.3 too)
-           (jsonrpc, http_json, grpc) and every behaviour:
-             send       X sends to Y, blocking
-             stream     X streams to Y, and the driver streams to X
-             push       X attaches a push config (the driver's receiver,
-                        given without a scheme); the receiver must get
-                        Y's task events at /notifications with
-                        X-A2A-Notification-Token: itk-token, the last one
-                        COMPLETED with Y's mark
+  pairs    P->H, H->P, J->H, H->J, H->H, P3->H, H->P3, J3->H, H->J3, over
+           every binding the callee's card lists (jsonrpc, http_json, grpc;
+           the 0.3 ones when the callee is P3/J3), each behaviour:
+             send         X sends to Y, blocking
+             stream       X streams to Y, and the driver streams to X
+             push         X attaches a push config (the driver's receiver,
+                          given without a scheme); Y's task events must
+                          arrive at /notifications with
+                          X-A2A-Notification-Token: itk-token, an
+                          intermediate state, then COMPLETED with Y's mark
              resubscribe  Y's return node holds the task; X streams, drops
-                        the stream, subscribes again and reads until
-                        task-finished, then cancels
+                          the stream, subscribes again, reads until
+                          task-finished and cancels; Y's ListTasks must then
+                          show the held task CANCELED
   chains   P->H->J and J->H->P, same binding on both hops, send and stream.
-  v0.3-in  H->P and H->J send and stream again with the driver's first hop
-           in protocol v0.3 (the SDK's compat transports: the instruction
-           travels as a v0.3 file part with base64 bytes).
-  b64-text-in  H->P jsonrpc send with the instruction as base64 text in a
-           text part instead of a binary part.
-  direct   the driver alone against each agent: `card` (every binding for 1.0
-           and 0.3, gRPC url without a scheme, the v0.3 top-level url; JSON-RPC
-           answers at /jsonrpc and /jsonrpc/ in both versions); `bad-instruction`
-           and `unreachable` (bytes that are no instruction, a call to a
-           closed port: FAILED with a message saying why); per binding,
-           `hold` streams a
-           held return node to its end (WORKING with `mark\ntask-finished`,
-           WORKING updates while held, COMPLETED after >= 5 s);
-           `resubscribe-snapshot` drops the stream after its first event,
-           SubscribeToTask must begin with the Task snapshot and show
-           task-finished, CancelTask must answer CANCELED and GetTask agree.
+  v0.3-in  H->P and H->J send and stream with the driver's first hop in
+           v0.3 (the SDK's compat transports: a v0.3 file part).
+  b64-text-in  H->P jsonrpc send, the instruction as base64 in a text part.
+  direct   the driver alone against H, P and J: `card` (every binding for
+           1.0 and 0.3, gRPC url without a scheme, the v0.3 top-level url;
+           JSON-RPC answers at /jsonrpc and /jsonrpc/ in both versions);
+           `bad-instruction` and `unreachable` (FAILED with a reason); per
+           binding `hold` (a held node's stream to its end: WORKING with
+           `mark\ntask-finished`, more WORKING, COMPLETED after >= 5 s) and
+           `resubscribe-snapshot` (stream dropped after the first event;
+           2.5 s later SubscribeToTask must begin with the Task snapshot
+           showing task-finished; CancelTask answers CANCELED, GetTask too).
 
-The first hop goes from this driver (the a2a-sdk client) to X over the
-flow's binding, protocol 1.0 (0.3 for the v0.3-in flows): blocking sends must return a COMPLETED task
-whose status message has one text part holding every mark; streaming first
-hops are read the way the kit reads them: only statusUpdate.status.message
-(role agent) counts.
+The driver's first hop is the a2a-sdk client over the flow's binding, v1.0
+(v0.3 for v0.3-in and into P3/J3): a blocking send must return a COMPLETED
+task whose status message is one text part holding every mark; a streaming
+first hop is read the way the kit reads it: only statusUpdate.status.message
+(role agent) counts. What an SDK cannot do is listed in KNOWN_LIMITS and
+printed as SKIP with the reason.
 
 Prints `PASS name`, `FAIL name: reason` or `SKIP name: reason` per flow and
 `itk: N passed, M failed` last; exits 1 if any flow failed.
