@@ -17,9 +17,11 @@
 #   ITK_JOBS      flows run at once (default 8)
 #   ITK_LOG_LEVEL passed to the agents (INFO/DEBUG)
 #
-# Prints `PASS name` / `FAIL name: reason` / `SKIP name: reason` per flow and
-# `itk: N passed, M failed` last; exits non-zero if any flow failed. The agents
-# are always stopped on exit; their logs are printed when something failed.
+# Prints `PASS name` / `FAIL name: reason` / `SKIP name: reason` per flow, then
+# `PASS stop X` per agent that exited within 10 s of SIGTERM (the kit's grace),
+# and `itk: N passed, M failed` last; exits non-zero if anything failed. The
+# agents are always stopped on exit; their logs are printed when something
+# failed.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -59,6 +61,7 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))'
 
 start_failures=0
 agents=()
+names=()
 # start NAME CMD...: starts the agent with --httpPort/--grpcPort appended and
 # waits (35 s at most) for its card; on success adds NAME=URL to $agents.
 start() {
@@ -69,6 +72,7 @@ start() {
   "$@" --httpPort "$http_port" --grpcPort "$grpc_port" >"$work/$name.log" 2>&1 &
   pid=$!
   pids+=("$pid")
+  names+=("$name")
   for _ in $(seq 1 350); do
     if ! kill -0 "$pid" 2>/dev/null; then
       break
@@ -108,6 +112,27 @@ timeout 300 "$HERE/.venv/bin/python" "$HERE/itk/driver.py" "${agents[@]}" "${dri
   --jobs "${ITK_JOBS:-8}" | tee "$out" | grep -v '^itk: [0-9]* passed'
 driver_rc=${PIPESTATUS[0]}
 set -e
+
+# The kit sends SIGTERM and escalates to SIGKILL after about 10 s: each agent
+# must be gone by then.
+stop_failures=0
+for i in "${!pids[@]}"; do
+  kill -TERM "${pids[$i]}" 2>/dev/null || continue
+done
+for i in "${!pids[@]}"; do
+  for _ in $(seq 1 100); do
+    kill -0 "${pids[$i]}" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "${pids[$i]}" 2>/dev/null; then
+    echo "FAIL stop ${names[$i]}: still running 10 s after SIGTERM"
+    stop_failures=$((stop_failures + 1))
+    kill -KILL "${pids[$i]}" 2>/dev/null || true
+  else
+    echo "PASS stop ${names[$i]}"
+  fi
+done >>"$out"
+grep '^[A-Z]* stop ' "$out"
 
 passed="$(grep -c '^PASS ' "$out" || true)"
 failed="$(grep -c '^FAIL ' "$out" || true)"
