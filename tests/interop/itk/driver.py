@@ -20,6 +20,7 @@ Flows (each gets its own marks, one unique text per return node):
                           arrive at /notifications with
                           X-A2A-Notification-Token: itk-token, an
                           intermediate state, then COMPLETED with Y's mark
+             push-stream  the same with both hops streamed
              resubscribe  Y's return node holds the task; X streams, drops
                           the stream, subscribes again, reads until
                           task-finished and cancels; Y's ListTasks must then
@@ -91,7 +92,7 @@ TOKEN = 'itk-token'
 FINISHED = 'task-finished'
 BINDING_OF = {'jsonrpc': 'JSONRPC', 'http_json': 'HTTP+JSON', 'grpc': 'GRPC'}
 TRANSPORT_OF = {v: k for k, v in BINDING_OF.items()}
-BEHAVIOURS = ('send', 'stream', 'push', 'resubscribe')
+BEHAVIOURS = ('send', 'stream', 'push', 'push-stream', 'resubscribe')
 
 # What one SDK truly cannot do, per hop: (caller, callee, transport,
 # behaviour) with None as a wildcard -> why. Printed as SKIP, never dropped.
@@ -212,9 +213,9 @@ def build_instruction(flow: Flow, urls: dict[str, str], push_url: str):
             transport=flow.transport,
             agent_card_uri=urls[flow.hops[i + 1]],
             instruction=inner,
-            streaming=flow.behaviour in ('stream', 'resubscribe'),
+            streaming=flow.behaviour in ('stream', 'push-stream', 'resubscribe'),
         )
-        if flow.behaviour == 'push':
+        if flow.behaviour in ('push', 'push-stream'):
             call.push_notification.url = push_url
         elif flow.behaviour == 'resubscribe':
             call.resubscribe.SetInParent()
@@ -241,7 +242,7 @@ async def first_hop(flow: Flow, url: str, inst, timeout: float) -> str:
     """Sends `inst` to the agent at `url` over the flow's binding (v1.0) and
     returns the text of its final answer."""
     binding = BINDING_OF[flow.transport]
-    streaming = flow.behaviour == 'stream'
+    streaming = flow.behaviour in ('stream', 'push-stream')
     legacy = first_version(flow) == '0.3'
     async with httpx.AsyncClient(timeout=timeout) as http:
         card = await A2ACardResolver(http, url).get_agent_card()
@@ -507,7 +508,7 @@ async def run_flow(flow: Flow, urls: dict[str, str], receiver: Receiver,
                                     timeout)
     missing = [m for m in flow.marks if m not in answer]
     check(not missing, f'marks {missing} missing from the answer {answer!r}')
-    if flow.behaviour == 'push':
+    if flow.behaviour in ('push', 'push-stream'):
         await check_pushes(flow, receiver, prefix)
     if flow.behaviour == 'resubscribe':
         await check_held_task_canceled(flow, urls[flow.hops[-1]], timeout)
