@@ -285,7 +285,7 @@ impl Shared {
             .stream_slots(self.streams.clone())
             .caller_limits(self.caller_limits.clone())
             .versions(self.versions)
-            .observer(crate::metrics::observer(&self.metrics));
+            .observer(crate::metrics::agent_observer(&self.metrics, &id));
         if let Some(extended) = extended {
             handler = handler.extended_card(extended);
         }

@@ -10,7 +10,7 @@
 //! `docs/hub.md` lists every metric with its labels.
 
 use std::{
-    sync::Arc,
+    sync::{Arc, OnceLock},
     time::{Duration, SystemTime},
 };
 
@@ -370,7 +370,164 @@ pub(crate) async fn scrape(State(hub): State<Hub>, headers: HeaderMap, uri: Uri)
     }
 }
 
-/// The metrics as an observer for the SDK.
+/// The metrics as an observer for push delivery, shared by every agent.
 pub(crate) fn observer(metrics: &Arc<HubMetrics>) -> Arc<dyn Observer> {
     metrics.clone()
+}
+
+/// The metrics as the observer of the agent `agent`'s handler.
+pub(crate) fn agent_observer(metrics: &Arc<HubMetrics>, agent: &str) -> Arc<dyn Observer> {
+    Arc::new(AgentMetrics::new(metrics.clone(), agent))
+}
+
+/// Binding slots: the three bindings, and calls made on the handler directly.
+const BINDING_SLOTS: usize = 4;
+/// Version slots: v0.3 and v1.0.
+const VERSION_SLOTS: usize = 2;
+/// Every `TaskState` value (0 to 8).
+const STATE_SLOTS: usize = 9;
+
+/// One agent's metrics, the [`Observer`] its handler is given: the handles
+/// of its answered calls and its state changes are looked up once and kept,
+/// so counting one costs atomic adds, not a label set allocated and looked
+/// up in its family each time (what made the observer cost a request about
+/// 2.5 µs of CPU; `bench/results/2026-12-03-issue25-short.md`). Failed
+/// calls, streams and push go through the families, as they are rarer.
+struct AgentMetrics {
+    hub: Arc<HubMetrics>,
+    agent: String,
+    /// OK calls: the request counter and the latency histogram, per method,
+    /// binding slot and version slot.
+    ok_calls: Box<[OnceLock<(Counter, Histogram)>]>,
+    /// `task_transitions` per state.
+    transitions: [OnceLock<Counter>; STATE_SLOTS],
+    /// `tasks_active` per state.
+    active: [OnceLock<Gauge>; STATE_SLOTS],
+}
+
+impl AgentMetrics {
+    fn new(hub: Arc<HubMetrics>, agent: &str) -> Self {
+        let slots = heddle_core::method::METHODS.len() * BINDING_SLOTS * VERSION_SLOTS;
+        Self {
+            hub,
+            agent: agent.to_owned(),
+            ok_calls: (0..slots).map(|_| OnceLock::new()).collect(),
+            transitions: std::array::from_fn(|_| OnceLock::new()),
+            active: std::array::from_fn(|_| OnceLock::new()),
+        }
+    }
+
+    fn call_slot(call: &CallEvent<'_>) -> usize {
+        let binding = match call.binding {
+            None => 0,
+            Some(heddle_server::Binding::JsonRpc) => 1,
+            Some(heddle_server::Binding::Rest) => 2,
+            Some(heddle_server::Binding::Grpc) => 3,
+        };
+        let version = match call.version {
+            heddle_core::ProtocolVersion::V0_3 => 0,
+            heddle_core::ProtocolVersion::V1_0 => 1,
+        };
+        // A fieldless enum's discriminant: one per row of the method table.
+        ((call.method as usize) * BINDING_SLOTS + binding) * VERSION_SLOTS + version
+    }
+
+    fn state_labels(&self, state: TaskState) -> StateLabels {
+        StateLabels {
+            agent: self.agent.clone(),
+            state: state.as_str_name(),
+        }
+    }
+
+    fn transitions(&self, state: TaskState) -> Option<&Counter> {
+        let slot = self
+            .transitions
+            .get(usize::try_from(i32::from(state)).ok()?)?;
+        Some(slot.get_or_init(|| {
+            self.hub
+                .transitions
+                .get_or_create(&self.state_labels(state))
+                .clone()
+        }))
+    }
+
+    fn active(&self, state: TaskState) -> Option<&Gauge> {
+        let slot = self.active.get(usize::try_from(i32::from(state)).ok()?)?;
+        Some(slot.get_or_init(|| {
+            self.hub
+                .tasks
+                .get_or_create(&self.state_labels(state))
+                .clone()
+        }))
+    }
+}
+
+impl Observer for AgentMetrics {
+    fn call(&self, call: &CallEvent<'_>) {
+        let slot = match call.outcome {
+            Ok(()) => self.ok_calls.get(Self::call_slot(call)),
+            Err(_) => None,
+        };
+        let Some(slot) = slot else {
+            return self.hub.call(call);
+        };
+        let (requests, latency) = slot.get_or_init(|| {
+            let (method, binding, version) = (
+                call.method.names().v1,
+                binding_label(call.binding),
+                call.version.as_str(),
+            );
+            let requests = self.hub.requests.get_or_create(&OutcomeLabels {
+                agent: self.agent.clone(),
+                method,
+                binding,
+                version,
+                outcome: "OK",
+            });
+            let latency = self.hub.latency.get_or_create(&CallLabels {
+                agent: self.agent.clone(),
+                method,
+                binding,
+                version,
+            });
+            (requests.clone(), latency.clone())
+        });
+        requests.inc();
+        latency.observe(call.elapsed.as_secs_f64());
+    }
+
+    fn stream_opened(&self, stream: &StreamEvent<'_>) {
+        self.hub.stream_opened(stream);
+    }
+
+    fn stream_closed(&self, stream: &StreamEvent<'_>, open_for: Duration) {
+        self.hub.stream_closed(stream, open_for);
+    }
+
+    fn task_state(&self, change: &TaskStateEvent<'_>) {
+        if let Some(c) = self.transitions(change.to) {
+            c.inc();
+        }
+        // Out of `from` only if it was counted in: entered since counting began.
+        if let (Some(from), Some(since)) = (change.from, change.from_since)
+            && !from.is_terminal()
+            && since >= self.hub.started
+            && let Some(g) = self.active(from)
+        {
+            g.dec();
+        }
+        if !change.to.is_terminal()
+            && let Some(g) = self.active(change.to)
+        {
+            g.inc();
+        }
+    }
+
+    fn push_attempt(&self, attempt: &PushEvent<'_>) {
+        self.hub.push_attempt(attempt);
+    }
+
+    fn push_outbox(&self, pending: usize) {
+        self.hub.push_outbox(pending);
+    }
 }
