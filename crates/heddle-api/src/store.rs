@@ -164,6 +164,12 @@ pub struct NewDelivery {
     pub content_type: String,
     /// The encoded body.
     pub body: Vec<u8>,
+    /// The W3C `traceparent` of the span the event happened in, so the
+    /// delivery joins the caller's trace however late it goes out (empty:
+    /// none).
+    pub traceparent: String,
+    /// The W3C `tracestate` that goes with it (empty: none).
+    pub tracestate: String,
 }
 
 /// A delivery in the outbox.

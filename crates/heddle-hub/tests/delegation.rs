@@ -2,7 +2,9 @@
 //! their task on with [`A2aClient::delegate`], over mixed bindings and
 //! versions (the root over JSON-RPC v0.3, the second hop over gRPC v1.0,
 //! the third over REST v1.0). The chain reaches the last agent; a cancel at
-//! the root, the hop limit and the root's deadline reach every hop.
+//! the root, the hop limit and the root's deadline reach every hop. The
+//! chain is one trace, push deliveries included (the spans are exported in
+//! process: this file's tests share one global subscriber).
 
 use std::{
     sync::{Arc, Mutex},
@@ -816,4 +818,122 @@ async fn a_reply_to_a_waiting_child_waits_for_its_turn() {
     assert_eq!(text_of(&done), "written for the board");
     let children = heddle_client::delegation::children_of(done.metadata.as_ref());
     assert_eq!(children.len(), 1, "{children:?}");
+}
+
+/// Completes at once.
+struct Quick;
+
+#[async_trait::async_trait]
+impl AgentExecutor for Quick {
+    async fn execute(&self, _ctx: RequestContext, events: TaskEvents) -> Result<(), AgentError> {
+        events.working(None).await?;
+        events.complete(Some("done")).await?;
+        Ok(())
+    }
+}
+
+/// A task's push deliveries continue its caller's trace: each goes out in
+/// an `a2a.push` span of the caller's trace id, and the receiver gets that
+/// span's `traceparent`.
+#[tokio::test]
+async fn push_deliveries_carry_the_callers_trace() {
+    use opentelemetry::trace::TraceContextExt as _;
+    use tracing::Instrument as _;
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    let exporter = exported_spans();
+    let got: Arc<Mutex<Vec<(String, serde_json::Value)>>> = Arc::default();
+    let keep = got.clone();
+    let receiver = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(
+            move |headers: axum::http::HeaderMap,
+                  axum::Json(body): axum::Json<serde_json::Value>| {
+                let keep = keep.clone();
+                async move {
+                    let parent = headers
+                        .get("traceparent")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default()
+                        .to_owned();
+                    lock(&keep).push((parent, body));
+                    axum::http::StatusCode::OK
+                }
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let hook = format!("http://{}/hook", listener.local_addr().expect("addr"));
+    tokio::spawn(async move { axum::serve(listener, receiver).await });
+    let base = serve_hub(|base, grpc| {
+        heddle_hub::Hub::builder(base, Arc::new(MemoryStore::default()))
+            .grpc_url(grpc)
+            .push(heddle_server::PushOptions {
+                policy: heddle_server::PushPolicy {
+                    allow: vec!["127.0.0.1/32".parse().expect("cidr")],
+                    allow_http: true,
+                },
+                ..heddle_server::PushOptions::default()
+            })
+            .agent("pushed", profile("pushed"), Arc::new(Quick))
+    })
+    .await;
+
+    let caller = client(&base, "pushed", Binding::JsonRpc, ProtocolVersion::V1_0).await;
+    let span = tracing::info_span!(target: "a2a", "test.push-root");
+    let trace_id = span.context().span().span_context().trace_id();
+    let req = v1::SendMessageRequest {
+        message: Some(A2aClient::user_message(vec![v1::Part::text("go")])),
+        configuration: Some(v1::SendMessageConfiguration {
+            task_push_notification_config: Some(v1::TaskPushNotificationConfig {
+                url: hook,
+                token: "t".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let t = task_of(
+        tokio::time::timeout(STEP, caller.send(req))
+            .instrument(span.clone())
+            .await
+            .expect("in time")
+            .expect("send"),
+    );
+    drop(span);
+    assert_eq!(state(&t), v1::TaskState::Completed, "{}", reason(&t));
+
+    let start = Instant::now();
+    let deliveries = loop {
+        let seen = lock(&got).clone();
+        let last = seen
+            .iter()
+            .any(|(_, body)| body["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED");
+        if last {
+            break seen;
+        }
+        assert!(start.elapsed() < STEP, "no COMPLETED delivery: {seen:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let want = format!("{trace_id}");
+    for (parent, body) in &deliveries {
+        // 00-{trace id}-{span id}-{flags}
+        let got_trace = parent.split('-').nth(1).unwrap_or_default();
+        assert_eq!(got_trace, want, "a delivery left the trace: {body}");
+    }
+    let start = Instant::now();
+    loop {
+        let spans = exporter.get_finished_spans().expect("spans");
+        let pushes = spans
+            .iter()
+            .filter(|s| s.name == "a2a.push" && s.span_context.trace_id() == trace_id)
+            .count();
+        if pushes >= deliveries.len() {
+            break;
+        }
+        assert!(start.elapsed() < STEP, "{pushes} a2a.push spans exported");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

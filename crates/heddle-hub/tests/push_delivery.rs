@@ -375,6 +375,8 @@ async fn refused_at_dial_time(url: &str, opts: PushOptions) -> String {
             target,
             content_type: "application/a2a+json".into(),
             body: b"{}".to_vec(),
+            traceparent: String::new(),
+            tracestate: String::new(),
         }])
         .await
         .expect("enqueue");

@@ -14,6 +14,10 @@
 //! installs a propagator, such as `TraceContextPropagator`). Disabled, a
 //! span costs a callsite check per request.
 //!
+//! Push deliveries continue the trace too: each records the context of the
+//! event it reports, and goes out in an `a2a.push` span under it with that
+//! span's `traceparent` (see [`crate::push`]).
+//!
 //! Attribute names: `a2a.*` for the protocol's own (method, binding,
 //! version, task and context id), and the OpenTelemetry GenAI conventions'
 //! agent span names where they fit (`gen_ai.operation.name` =
@@ -22,7 +26,7 @@
 use std::task::{Context, Poll};
 
 use http::{HeaderMap, Request};
-use opentelemetry::propagation::Extractor;
+use opentelemetry::propagation::{Extractor, Injector};
 use tracing::{Instrument as _, Span, field::Empty, instrument::Instrumented};
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
@@ -84,6 +88,70 @@ pub(crate) fn execute_span(agent_id: &str, task_id: &str, context_id: &str) -> S
         let _ = span.set_parent(Span::current().context());
     }
     span
+}
+
+/// The current span's W3C `traceparent` and `tracestate` (empty when spans
+/// are off or no propagator is installed): what a push delivery records.
+pub(crate) fn current_context() -> (String, String) {
+    let span = Span::current();
+    if span.is_disabled() {
+        return (String::new(), String::new());
+    }
+    let mut pair = TraceHeaders::default();
+    let cx = span.context();
+    opentelemetry::global::get_text_map_propagator(|p| p.inject_context(&cx, &mut pair));
+    (pair.traceparent, pair.tracestate)
+}
+
+/// The span one push delivery attempt goes in, under the event's recorded
+/// context, and the `traceparent` and `tracestate` to send with it: the
+/// span's own when spans are on, else the recorded ones as they are.
+pub(crate) fn push_span(
+    agent_id: &str,
+    task_id: &str,
+    traceparent: &str,
+    tracestate: &str,
+) -> (Span, String, String) {
+    let span = tracing::info_span!(
+        target: "a2a",
+        parent: None,
+        "a2a.push",
+        otel.kind = "client",
+        gen_ai.agent.id = agent_id,
+        a2a.task_id = task_id,
+    );
+    if span.is_disabled() || traceparent.is_empty() {
+        return (span, traceparent.to_owned(), tracestate.to_owned());
+    }
+    let mut recorded = HeaderMap::new();
+    for (name, value) in [("traceparent", traceparent), ("tracestate", tracestate)] {
+        if let Ok(v) = http::HeaderValue::from_str(value) {
+            recorded.insert(name, v);
+        }
+    }
+    let parent = opentelemetry::global::get_text_map_propagator(|p| p.extract(&Headers(&recorded)));
+    let _ = span.set_parent(parent);
+    let mut own = TraceHeaders::default();
+    let cx = span.context();
+    opentelemetry::global::get_text_map_propagator(|p| p.inject_context(&cx, &mut own));
+    (span, own.traceparent, own.tracestate)
+}
+
+/// The two W3C headers a propagator writes.
+#[derive(Default)]
+struct TraceHeaders {
+    traceparent: String,
+    tracestate: String,
+}
+
+impl Injector for TraceHeaders {
+    fn set(&mut self, key: &str, value: String) {
+        if key.eq_ignore_ascii_case("traceparent") {
+            self.traceparent = value;
+        } else if key.eq_ignore_ascii_case("tracestate") {
+            self.tracestate = value;
+        }
+    }
 }
 
 /// Whether Heddle's spans are on (a callsite check).

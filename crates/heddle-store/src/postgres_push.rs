@@ -45,7 +45,7 @@ const CLAIM_LOCK: i32 = 0x4865_6464; // "Hedd"
 /// stay `&'static str` literals, as sqlx wants).
 macro_rules! delivery_columns {
     () => {
-        "seq, id, agent, owner, task_id, version, target, content_type, body, attempts, next_ms, last_error"
+        "seq, id, agent, owner, task_id, version, target, content_type, body, attempts, next_ms, last_error, traceparent, tracestate"
     };
 }
 
@@ -85,6 +85,8 @@ fn delivery_row(row: &PgRow) -> Result<Delivery, StoreError> {
             },
             content_type: row.try_get(7).map_err(bad)?,
             body: row.try_get(8).map_err(bad)?,
+            traceparent: row.try_get(12).map_err(bad)?,
+            tracestate: row.try_get(13).map_err(bad)?,
         },
         attempts: u32::try_from(attempts).map_err(|e| corrupt("push delivery", e))?,
         next_attempt_ms: row.try_get(10).map_err(bad)?,
@@ -308,8 +310,9 @@ pub(crate) async fn insert_deliveries(
     for d in items {
         sqlx::query(
             "INSERT INTO push_outbox
-                (id, agent, owner, task_id, config_id, version, target, content_type, body)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                (id, agent, owner, task_id, config_id, version, target, content_type, body,
+                 traceparent, tracestate)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
         )
         .bind(&d.id)
         .bind(&d.scope.agent)
@@ -320,6 +323,8 @@ pub(crate) async fn insert_deliveries(
         .bind(d.target.config.encode_to_vec())
         .bind(&d.content_type)
         .bind(&d.body)
+        .bind(&d.traceparent)
+        .bind(&d.tracestate)
         .execute(&mut **tx)
         .await
         .map_err(db)?;

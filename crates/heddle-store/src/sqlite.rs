@@ -66,6 +66,8 @@ const MIGRATIONS: &[&str] = &[
     crate::sqlite_registry::MIGRATION,
     // 4: the ledger (crate::sqlite_ledger).
     crate::sqlite_ledger::MIGRATION,
+    // 5: the trace context of each push delivery (crate::sqlite_push).
+    crate::sqlite_push::TRACE_MIGRATION,
 ];
 
 /// How long a connection waits on a lock held by another connection (e.g. a

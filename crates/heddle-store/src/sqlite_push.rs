@@ -45,6 +45,11 @@ pub(crate) const MIGRATION: &str = "CREATE TABLE push_configs (
     );
     CREATE INDEX push_outbox_by_state ON push_outbox (state, seq);";
 
+/// Schema migration 5: each delivery keeps the trace context of its event.
+pub(crate) const TRACE_MIGRATION: &str =
+    "ALTER TABLE push_outbox ADD COLUMN traceparent TEXT NOT NULL DEFAULT '';
+     ALTER TABLE push_outbox ADD COLUMN tracestate TEXT NOT NULL DEFAULT '';";
+
 const PENDING: i64 = 0;
 const DEAD: i64 = 2;
 
@@ -79,6 +84,8 @@ fn delivery_row(row: &Row<'_>) -> Result<Delivery, StoreError> {
             },
             content_type: row.get(7).map_err(db)?,
             body: row.get(8).map_err(db)?,
+            traceparent: row.get(12).map_err(db)?,
+            tracestate: row.get(13).map_err(db)?,
         },
         attempts: row.get(9).map_err(db)?,
         next_attempt_ms: row.get(10).map_err(db)?,
@@ -86,7 +93,7 @@ fn delivery_row(row: &Row<'_>) -> Result<Delivery, StoreError> {
     })
 }
 
-const DELIVERY_COLUMNS: &str = "seq, id, agent, owner, task_id, version, target, content_type, body, attempts, next_ms, last_error";
+const DELIVERY_COLUMNS: &str = "seq, id, agent, owner, task_id, version, target, content_type, body, attempts, next_ms, last_error, traceparent, tracestate";
 
 impl SqliteStore {
     async fn deliveries(&self, state: i64, limit: usize) -> Result<Vec<Delivery>, StoreError> {
@@ -281,8 +288,9 @@ pub(crate) fn insert_deliveries(
 ) -> Result<u64, StoreError> {
     let mut stmt = tx
         .prepare_cached(
-            "INSERT INTO push_outbox (id, agent, owner, task_id, version, target, content_type, body)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT INTO push_outbox
+                (id, agent, owner, task_id, version, target, content_type, body, traceparent, tracestate)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
         )
         .map_err(db)?;
     for d in items {
@@ -294,7 +302,9 @@ pub(crate) fn insert_deliveries(
             d.target.version,
             d.target.config.encode_to_vec(),
             d.content_type,
-            d.body
+            d.body,
+            d.traceparent,
+            d.tracestate
         ])
         .map_err(db)?;
     }
@@ -332,6 +342,8 @@ mod tests {
             },
             content_type: "application/json".into(),
             body: b"{}".to_vec(),
+            traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into(),
+            tracestate: String::new(),
         };
         {
             let store = SqliteStore::open_path(&path).unwrap();

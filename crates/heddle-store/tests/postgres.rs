@@ -253,6 +253,8 @@ fn delivery(task: &str, config: &str, n: u32) -> NewDelivery {
         },
         content_type: "application/a2a+json".into(),
         body: n.to_be_bytes().to_vec(),
+        traceparent: String::new(),
+        tracestate: String::new(),
     }
 }
 

@@ -23,7 +23,10 @@
 //!   [`DELIVERY_ID_HEADER`] with an id unique to the delivery (the same on
 //!   every retry, so receivers can drop duplicates); `A2A-Version`; and,
 //!   with a [`PushSigner`], an ES256 JWT in [`JWT_HEADER`] whose keys are
-//!   served as a JWKS.
+//!   served as a JWKS; with spans on, `traceparent` and `tracestate` of the
+//!   attempt's `a2a.push` span, a child of the event's span in the caller's
+//!   trace (the context is recorded with the delivery, so a retry after a
+//!   restart still joins it; see [`crate::trace`]).
 
 mod policy;
 mod signer;
@@ -40,6 +43,7 @@ use std::{
 use heddle_core::{ProtocolVersion, compat::v03, v1};
 use heddle_store::{Delivery, DeliveryOutcome, NewDelivery, PushConfigRecord, PushStore, Scope};
 use tokio::sync::Notify;
+use tracing::Instrument as _;
 
 use crate::observe::{Observer, PushEvent, PushOutcome};
 
@@ -252,6 +256,11 @@ impl PushNotifier {
             }
         };
         let mut items = Vec::with_capacity(configs.len());
+        let (traceparent, tracestate) = if configs.is_empty() {
+            (String::new(), String::new())
+        } else {
+            crate::trace::current_context()
+        };
         for target in configs {
             let (content_type, body) = if target.version == ProtocolVersion::V0_3.as_str() {
                 (
@@ -269,6 +278,8 @@ impl PushNotifier {
                     target,
                     content_type: content_type.to_owned(),
                     body,
+                    traceparent: traceparent.clone(),
+                    tracestate: tracestate.clone(),
                 }),
                 Err(e) => {
                     tracing::error!(task = %task.id, error = %e, "push: cannot encode the event");
@@ -369,7 +380,17 @@ impl PushNotifier {
     /// One attempt of `d`; whether it left the outbox (delivered or dead).
     async fn attempt(&self, d: Delivery) -> bool {
         let attempts = d.attempts.saturating_add(1);
-        let outcome = match self.send(&d).await {
+        let (span, traceparent, tracestate) = crate::trace::push_span(
+            &d.item.scope.agent,
+            &d.item.task_id,
+            &d.item.traceparent,
+            &d.item.tracestate,
+        );
+        let sent = self
+            .send(&d, &traceparent, &tracestate)
+            .instrument(span)
+            .await;
+        let outcome = match sent {
             Ok(()) => DeliveryOutcome::Delivered,
             Err(AttemptError::Permanent(error)) => {
                 tracing::warn!(task = %d.item.task_id, delivery = %d.item.id, %error, "push: dead-lettered");
@@ -420,7 +441,12 @@ impl PushNotifier {
         ms / 2 + (ms - ms / 2) * random / 1_000_000
     }
 
-    async fn send(&self, d: &Delivery) -> Result<(), AttemptError> {
+    async fn send(
+        &self,
+        d: &Delivery,
+        traceparent: &str,
+        tracestate: &str,
+    ) -> Result<(), AttemptError> {
         let config = &d.item.target.config;
         let url = self
             .policy()
@@ -436,6 +462,12 @@ impl PushNotifier {
             .body(d.item.body.clone());
         if !config.token.is_empty() {
             req = req.header(TOKEN_HEADER, &config.token);
+        }
+        if !traceparent.is_empty() {
+            req = req.header("traceparent", traceparent);
+            if !tracestate.is_empty() {
+                req = req.header("tracestate", tracestate);
+            }
         }
         if let Some(jwt) = self
             .inner

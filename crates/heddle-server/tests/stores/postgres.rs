@@ -109,6 +109,8 @@ async fn two_replicas_deliver_each_push_once_in_order() {
                 },
                 content_type: "application/a2a+json".into(),
                 body: b"{}".to_vec(),
+                traceparent: String::new(),
+                tracestate: String::new(),
             });
         }
     }
