@@ -17,9 +17,13 @@
 //!   "chain": [{ "agent": "https://hub.example/api/v1/agents/research", "taskId": "t-1" }],
 //!   "maxHops": 3,
 //!   "deadline": "2026-12-03T18:00:00Z",
-//!   "budget": { "remaining": { "amount": "0.40", "currency": "USD" } }
+//!   "budget": { "remaining": { "amount": "0.40", "currency": "USD" }, "hold": "…" }
 //! } }
 //! ```
+//!
+//! `budget.hold` is opaque: what a hub that holds the root's budget gives
+//! the chain so that the agents it hosts further down are paid from that
+//! hold (see `docs/extensions/delegation.md`).
 
 use heddle_core::wkt::{Struct, Timestamp};
 use serde_json::{Map, Value, json};
@@ -126,7 +130,13 @@ pub struct Delegation {
     /// What the root may still spend, for information: the hub's ledger
     /// decides what is charged.
     pub budget: Option<Amount>,
+    /// The hold the root's budget is kept in, as the hub that keeps it
+    /// wrote it (opaque to everyone else; at most [`MAX_HOLD_LEN`] bytes).
+    pub hold: Option<String>,
 }
+
+/// The longest `budget.hold` accepted.
+pub const MAX_HOLD_LEN: usize = 1024;
 
 impl Default for Delegation {
     fn default() -> Self {
@@ -192,6 +202,7 @@ impl Delegation {
             max_hops: max_hops.clamp(1, MAX_HOPS_CAP),
             deadline: None,
             budget: None,
+            hold: None,
         }
     }
 
@@ -254,11 +265,17 @@ impl Delegation {
                 bad("budget.remaining must be {amount: decimal string, currency}")
             })?),
         };
+        let hold = match obj.get("budget").and_then(|b| b.get("hold")) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(h)) if h.len() <= MAX_HOLD_LEN => Some(h.clone()),
+            Some(_) => return Err(bad("budget.hold must be a string of at most 1024 bytes")),
+        };
         Ok(Self {
             chain,
             max_hops,
             deadline,
             budget,
+            hold,
         })
     }
 
@@ -306,11 +323,18 @@ impl Delegation {
         if let Some(d) = self.deadline {
             obj.insert("deadline".into(), d.to_string().into());
         }
+        let mut budget = Map::new();
         if let Some(b) = &self.budget {
-            obj.insert(
-                "budget".into(),
-                json!({ "remaining": { "amount": b.amount, "currency": b.currency } }),
+            budget.insert(
+                "remaining".into(),
+                json!({ "amount": b.amount, "currency": b.currency }),
             );
+        }
+        if let Some(h) = &self.hold {
+            budget.insert("hold".into(), h.clone().into());
+        }
+        if !budget.is_empty() {
+            obj.insert("budget".into(), Value::Object(budget));
         }
         Value::Object(obj)
     }
@@ -385,6 +409,7 @@ mod tests {
                 amount: "0.40".into(),
                 currency: "USD".into(),
             }),
+            hold: Some("opaque.token".into()),
             ..d
         };
         let mut m = None;
@@ -483,6 +508,8 @@ mod tests {
             json!({"deadline": "tomorrow"}),
             json!({"budget": {"remaining": {"amount": 5, "currency": "USD"}}}),
             json!({"budget": {"remaining": {"amount": "1e9", "currency": "USD"}}}),
+            json!({"budget": {"hold": 7}}),
+            json!({"budget": {"hold": "x".repeat(1025)}}),
             json!({"chain": vec![json!({"agent": "a", "taskId": "t"}); 65]}),
         ] {
             let got = Delegation::from_metadata(Some(&meta(bad.clone())));

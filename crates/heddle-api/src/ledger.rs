@@ -183,6 +183,24 @@ pub trait LedgerStore: Send + Sync + 'static {
     /// reservation is unknown or already settled.
     async fn extend(&self, id: &str, more: i64) -> Result<Option<Reserved>, StoreError>;
 
+    /// Holds `r.amount` for a new reservation out of the open reservation
+    /// `parent` rather than the wallet: a delegated task paid from the hold
+    /// of the task that delegated it, so a chain never spends more than its
+    /// root held. The parent's amount shrinks by `r.amount` and must stay at
+    /// least `keep` (what the parent's own task may still cost). No money
+    /// leaves the owner's hold, so nothing is posted: the ledger shows the
+    /// money when either reservation settles. `r.owner` and `r.currency`
+    /// must be the parent's (an error otherwise), and a reservation id
+    /// already used is an error, as for [`Self::reserve`].
+    /// `Insufficient { available }` says what the parent can spare;
+    /// `Ok(None)` that the parent is unknown or settled.
+    async fn reserve_within(
+        &self,
+        parent: &str,
+        keep: i64,
+        r: &NewReservation,
+    ) -> Result<Option<Reserved>, StoreError>;
+
     /// Settles a reservation: `charge` (clamped to `0..=held`) to the
     /// agent's earnings, the rest back to the wallet. Settling a settled
     /// reservation changes nothing and answers the first settlement;

@@ -74,7 +74,12 @@ impl A2aClient {
         ctx: &RequestContext,
         events: &TaskEvents,
     ) -> Result<Delegate, ClientError> {
-        let context = ctx.delegation_for_call().map_err(A2aError::from)?;
+        let mut context = ctx.delegation_for_call().map_err(A2aError::from)?;
+        // The hold pays only agents of the hub that keeps it: it is not
+        // sent to another host, where it is of no use to anyone honest.
+        if context.hold.is_some() && !same_host(&ctx.agent, &self.interface().url) {
+            context.hold = None;
+        }
         let mut opts = self.opts.clone();
         if let Some(at) = context.deadline {
             let left = at.as_millis().saturating_sub(Timestamp::now().as_millis());
@@ -96,6 +101,20 @@ impl A2aClient {
             alive,
         })
     }
+}
+
+/// Whether two agent URLs (an interface URL; gRPC's may have no scheme)
+/// name the same host. Ports are not compared: a hub serves gRPC on a port
+/// of its own.
+fn same_host(a: &str, b: &str) -> bool {
+    let host = |u: &str| {
+        let parsed = reqwest::Url::parse(u)
+            .ok()
+            .filter(|p| p.has_host())
+            .or_else(|| reqwest::Url::parse(&format!("http://{u}")).ok())?;
+        parsed.host_str().map(str::to_ascii_lowercase)
+    };
+    matches!((host(a), host(b)), (Some(x), Some(y)) if x == y)
 }
 
 /// Adds `uri` to the `A2A-Extensions` header in `headers` (one header,
@@ -312,7 +331,19 @@ fn task_of(e: &v1::StreamResponse) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
-    use super::activate;
+    use super::{activate, same_host};
+
+    #[test]
+    fn a_hold_stays_on_its_host() {
+        let hub = "https://hub.example/api/v1/agents/research";
+        assert!(same_host(
+            hub,
+            "https://HUB.example:8443/api/v1/agents/writer"
+        ));
+        assert!(same_host("http://127.0.0.1:8080/a", "127.0.0.1:50051"));
+        assert!(!same_host(hub, "https://elsewhere.example/a2a"));
+        assert!(!same_host(hub, "not a url at all"));
+    }
 
     #[test]
     fn the_extension_joins_an_existing_header_once() {

@@ -341,7 +341,12 @@ impl Shared {
         // the working time of tasks waiting for their callers go on.
         let gate = match self.live.get(&entry.id).and_then(|a| a.market.clone()) {
             Some(g) if *g.price() == price => g,
-            _ => Arc::new(market::gate::MarketGate::new(&entry.id, price, ledger)),
+            _ => Arc::new(market::gate::MarketGate::new(
+                &entry.id,
+                price,
+                ledger,
+                self.hold_key.clone(),
+            )),
         };
         profile.extensions.push(gate.extension());
         Ok(Some(gate))

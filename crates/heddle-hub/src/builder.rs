@@ -49,6 +49,9 @@ pub enum BuildError {
         /// Why.
         error: RegistryError,
     },
+    /// The system gave no randomness for the key of hold tokens.
+    #[error("cannot make the hub's hold key: the system gave no randomness")]
+    HoldKey,
 }
 
 impl HubBuilder {
@@ -268,6 +271,8 @@ impl HubBuilder {
                 heddle_server::PushNotifier::new(store.ok_or(PushError::NoStore)?, opts)
             })
             .transpose()?;
+        let hold_key =
+            Arc::new(crate::market::hold::HoldKey::random().map_err(|_| BuildError::HoldKey)?);
         let metrics = Arc::new(crate::metrics::HubMetrics::new());
         if let Some(n) = &notifier {
             n.observe(crate::metrics::observer(&metrics));
@@ -311,6 +316,7 @@ impl HubBuilder {
             remote: self.remote,
             live: LiveTable::default(),
             metrics,
+            hold_key,
             metrics_access: self.metrics_access,
             mcp: crate::mcp::server::Pool::default(),
             changes: tokio::sync::Mutex::new(()),

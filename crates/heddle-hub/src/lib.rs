@@ -196,6 +196,9 @@ pub(crate) struct Shared {
     pub(crate) live: live::LiveTable,
     /// Counted through the SDK's observer hook; read by `/metrics`.
     pub(crate) metrics: Arc<metrics::HubMetrics>,
+    /// Signs the hold tokens priced roots hand down their delegation
+    /// chains (`market::hold`).
+    pub(crate) hold_key: Arc<market::hold::HoldKey>,
     pub(crate) metrics_access: MetricsAccess,
     /// The servers of the mcp agents.
     pub(crate) mcp: mcp::server::Pool,

@@ -937,3 +937,143 @@ async fn push_deliveries_carry_the_callers_trace() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// A hub of three priced agents, each delegating to the next (JSON-RPC,
+/// then gRPC, then REST), its ledger in `store`.
+async fn priced_chain(store: &Arc<MemoryStore>, seen: &Arc<Seen>) -> String {
+    use heddle_hub::{
+        market::price::{PriceSpec, PricingModel},
+        registry::AgentEntry,
+    };
+    let priced = |id: &str, builtin: &str, rate: f64| {
+        let mut e = AgentEntry::builtin(id, builtin);
+        e.pricing = Some(PriceSpec {
+            model: PricingModel::PerTask,
+            rate: json!(rate),
+            currency: "USD".into(),
+            skills: Default::default(),
+        });
+        e
+    };
+    let store = store.clone();
+    serve_hub(|base, grpc| {
+        let relay = |name, next: &str, binding, version| Relay {
+            name,
+            next: Arc::new(Mutex::new(format!("{base}/api/v1/agents/{next}"))),
+            binding,
+            version,
+            seen: seen.clone(),
+        };
+        heddle_hub::Hub::builder(base, store)
+            .grpc_url(grpc)
+            .builtin(
+                "relay-to-hop2",
+                profile("hop1"),
+                Arc::new(relay("hop1", "hop2", Binding::Grpc, ProtocolVersion::V1_0)),
+            )
+            .builtin(
+                "relay-to-hop3",
+                profile("hop2"),
+                Arc::new(relay("hop2", "hop3", Binding::Rest, ProtocolVersion::V1_0)),
+            )
+            .builtin(
+                "last",
+                profile("hop3"),
+                Arc::new(Hold { seen: seen.clone() }),
+            )
+            .entry(priced("hop1", "relay-to-hop2", 0.10))
+            .entry(priced("hop2", "relay-to-hop3", 0.20))
+            .entry(priced("hop3", "last", 0.30))
+    })
+    .await
+}
+
+/// What the open hub's callers' wallet, hold and each hop's earnings are,
+/// in cents, once every reservation is settled.
+async fn settled_books(store: &MemoryStore) -> (i64, i64, [i64; 3]) {
+    use heddle_store::{Account, LedgerStore as _};
+    let start = Instant::now();
+    loop {
+        let open = store.open_reservations(10).await.expect("reservations");
+        if open.is_empty() {
+            break;
+        }
+        assert!(start.elapsed() < STEP, "still open: {open:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let balance = |a: Account| async move { store.balance(&a, "USD").await.expect("balance") };
+    let wallet = balance(Account::Wallet("anonymous".into())).await;
+    let held = balance(Account::Held("anonymous".into())).await;
+    let mut earned = [0; 3];
+    for (i, e) in earned.iter_mut().enumerate() {
+        *e = balance(Account::Earnings(format!("hop{}", i + 1))).await;
+    }
+    (wallet, held, earned)
+}
+
+/// A root request handing a budget down its chain.
+fn with_chain_budget(amount: &str) -> v1::SendMessageRequest {
+    request(
+        "quick",
+        Some(json!({"budget": {"remaining": {"amount": amount, "currency": "USD"}}})),
+        true,
+    )
+}
+
+/// The root's budget pays every hop of a chain through the hub (JSON-RPC
+/// v0.3, gRPC, REST): each hop's hold is carved out of the root's, so the
+/// chain spends at most that budget, and a hop it cannot pay for is refused
+/// even though the wallet itself has plenty.
+#[tokio::test]
+async fn the_roots_budget_pays_every_hop_and_never_goes_negative() {
+    use heddle_store::{Account, LedgerStore as _};
+    let store = Arc::new(MemoryStore::default());
+    let seen = Arc::new(Seen::default());
+    let base = priced_chain(&store, &seen).await;
+    store
+        .top_up("anonymous", "USD", 1000, "test")
+        .await
+        .expect("top up");
+    let root = client(&base, "hop1", Binding::JsonRpc, ProtocolVersion::V0_3).await;
+
+    // 0.70 handed down: 0.10 + 0.20 + 0.30 fits.
+    let t = task_of(
+        tokio::time::timeout(STEP, root.send(with_chain_budget("0.70")))
+            .await
+            .expect("in time")
+            .expect("send"),
+    );
+    assert_eq!(state(&t), v1::TaskState::Completed, "{}", reason(&t));
+    let (wallet, held, earned) = settled_books(&store).await;
+    assert_eq!((wallet, held, earned), (940, 0, [10, 20, 30]));
+    // One hold was made from the wallet, the root's; the hops were carved out of it.
+    let reserves =
+        heddle_store::contract::all_entries(store.as_ref(), &Account::Wallet("anonymous".into()))
+            .await
+            .into_iter()
+            .filter(|e| e.kind == "reserve")
+            .count();
+    assert_eq!(reserves, 1);
+
+    // 0.50 handed down: the third hop would take it past what the root keeps.
+    let t = task_of(
+        tokio::time::timeout(STEP, root.send(with_chain_budget("0.50")))
+            .await
+            .expect("in time")
+            .expect("send"),
+    );
+    assert_eq!(state(&t), v1::TaskState::Failed);
+    assert!(reason(&t).contains("Budget exceeded"), "{}", reason(&t));
+    assert_eq!(
+        lock(&seen.tasks)
+            .iter()
+            .filter(|r| r.agent == "hop3")
+            .count(),
+        1,
+        "the third hop ran only for the budget that could pay it"
+    );
+    let (wallet, held, earned) = settled_books(&store).await;
+    assert!(wallet >= 0 && held == 0, "{wallet} {held}");
+    // The failed tasks paid nothing (per_task charges completed tasks).
+    assert_eq!((wallet, earned), (940, [10, 20, 30]));
+}

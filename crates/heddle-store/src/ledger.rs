@@ -127,6 +127,23 @@ pub(crate) fn check_currency(currency: &str) -> Result<(), StoreError> {
     }
 }
 
+/// Refuses a reservation to be carved out of `parent` that another wallet
+/// or currency would pay (see `LedgerStore::reserve_within`).
+pub(crate) fn same_purse(parent: &Reservation, r: &NewReservation) -> Result<(), StoreError> {
+    if parent.owner != r.owner || parent.currency != r.currency {
+        return Err(StoreError::Database(format!(
+            "reservation {} cannot be held within {}: another wallet or currency",
+            r.id, parent.id
+        )));
+    }
+    Ok(())
+}
+
+/// What `parent` (holding `amount`, keeping `keep`) can spare.
+pub(crate) fn spare(amount: i64, keep: i64) -> i64 {
+    amount.saturating_sub(keep).max(0)
+}
+
 /// What settling `held` at `charge` does: the charge clamped to what is held.
 pub(crate) fn split(held: i64, charge: i64) -> Settlement {
     let charged = charge.clamp(0, held.max(0));
@@ -219,6 +236,51 @@ impl LedgerStore for MemoryStore {
         if let Some(r) = book.reservations.get_mut(id) {
             r.amount = total;
         }
+        Ok(Some(Reserved::Held))
+    }
+
+    async fn reserve_within(
+        &self,
+        parent: &str,
+        keep: i64,
+        r: &NewReservation,
+    ) -> Result<Option<Reserved>, StoreError> {
+        check_currency(&r.currency)?;
+        check_amount(r.amount, false)?;
+        check_amount(keep, false)?;
+        let mut book = self.ledger.lock();
+        if book.reservations.contains_key(&r.id) {
+            return Err(StoreError::Database(format!(
+                "reservation {} already exists",
+                r.id
+            )));
+        }
+        let Some(p) = book
+            .reservations
+            .get_mut(parent)
+            .filter(|p| p.charged.is_none())
+        else {
+            return Ok(None);
+        };
+        same_purse(p, r)?;
+        let available = spare(p.amount, keep);
+        if available < r.amount {
+            return Ok(Some(Reserved::Insufficient { available }));
+        }
+        p.amount -= r.amount;
+        book.reservations.insert(
+            r.id.clone(),
+            Reservation {
+                id: r.id.clone(),
+                owner: r.owner.clone(),
+                agent: r.agent.clone(),
+                task: r.task.clone(),
+                currency: r.currency.clone(),
+                amount: r.amount,
+                charged: None,
+                created_ms: now_ms(),
+            },
+        );
         Ok(Some(Reserved::Held))
     }
 

@@ -25,7 +25,7 @@ use async_trait::async_trait;
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row as _};
 
-use crate::ledger::{check_amount, check_currency, overflow, split};
+use crate::ledger::{check_amount, check_currency, overflow, same_purse, spare, split};
 use crate::postgres::db;
 use crate::registry::now_ms;
 use crate::{
@@ -358,6 +358,60 @@ impl LedgerStore for PostgresStore {
         sqlx::query("UPDATE ledger_reservations SET amount = $2 WHERE id = $1")
             .bind(id)
             .bind(total)
+            .execute(&mut *tx)
+            .await
+            .map_err(sql)?;
+        tx.commit().await.map_err(db)?;
+        Ok(Some(Reserved::Held))
+    }
+
+    async fn reserve_within(
+        &self,
+        parent: &str,
+        keep: i64,
+        r: &NewReservation,
+    ) -> Result<Option<Reserved>, StoreError> {
+        check_currency(&r.currency)?;
+        check_amount(r.amount, false)?;
+        check_amount(keep, false)?;
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        // The parent's row lock orders this against its settlement and
+        // against other children carved out of it.
+        let Some(p) = lock_reservation(&mut tx, parent)
+            .await?
+            .filter(|p| p.charged.is_none())
+        else {
+            return Ok(None);
+        };
+        same_purse(&p, r)?;
+        let available = spare(p.amount, keep);
+        if available < r.amount {
+            return Ok(Some(Reserved::Insufficient { available }));
+        }
+        let inserted = sqlx::query(concat!(
+            "INSERT INTO ledger_reservations (",
+            reservation_columns!(),
+            ") VALUES ($1, $2, $3, $4, $5, $6, NULL, $7) ON CONFLICT (id) DO NOTHING"
+        ))
+        .bind(&r.id)
+        .bind(&r.owner)
+        .bind(&r.agent)
+        .bind(&r.task)
+        .bind(&r.currency)
+        .bind(r.amount)
+        .bind(now_ms())
+        .execute(&mut *tx)
+        .await
+        .map_err(sql)?;
+        if inserted.rows_affected() == 0 {
+            return Err(StoreError::Database(format!(
+                "reservation {} already exists",
+                r.id
+            )));
+        }
+        sqlx::query("UPDATE ledger_reservations SET amount = $2 WHERE id = $1")
+            .bind(parent)
+            .bind(p.amount - r.amount)
             .execute(&mut *tx)
             .await
             .map_err(sql)?;

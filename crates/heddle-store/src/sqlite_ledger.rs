@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use rusqlite::{OptionalExtension as _, Row, Transaction, params};
 use tokio::sync::oneshot;
 
-use crate::ledger::{check_amount, check_currency, overflow, split};
+use crate::ledger::{check_amount, check_currency, overflow, same_purse, spare, split};
 use crate::registry::now_ms;
 use crate::sqlite::db;
 use crate::{
@@ -338,6 +338,55 @@ impl LedgerStore for SqliteStore {
             tx.prepare_cached("UPDATE ledger_reservations SET amount = ?2 WHERE id = ?1")
                 .and_then(|mut s| s.execute(params![id, total]))
                 .map_err(db)?;
+            Ok(Some(Reserved::Held))
+        })
+        .await
+    }
+
+    async fn reserve_within(
+        &self,
+        parent: &str,
+        keep: i64,
+        r: &NewReservation,
+    ) -> Result<Option<Reserved>, StoreError> {
+        check_currency(&r.currency)?;
+        check_amount(r.amount, false)?;
+        check_amount(keep, false)?;
+        let (parent, r) = (parent.to_owned(), r.clone());
+        self.ledger_write(move |tx| {
+            if find_reservation(tx, &r.id)?.is_some() {
+                return Err(StoreError::Database(format!(
+                    "reservation {} already exists",
+                    r.id
+                )));
+            }
+            let Some(p) = find_reservation(tx, &parent)?.filter(|p| p.charged.is_none()) else {
+                return Ok(None);
+            };
+            same_purse(&p, &r)?;
+            let available = spare(p.amount, keep);
+            if available < r.amount {
+                return Ok(Some(Reserved::Insufficient { available }));
+            }
+            tx.prepare_cached("UPDATE ledger_reservations SET amount = ?2 WHERE id = ?1")
+                .and_then(|mut s| s.execute(params![parent, p.amount - r.amount]))
+                .map_err(db)?;
+            tx.prepare_cached(&format!(
+                "INSERT INTO ledger_reservations ({RESERVATION_COLUMNS})
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, ?7)"
+            ))
+            .and_then(|mut s| {
+                s.execute(params![
+                    r.id,
+                    r.owner,
+                    r.agent,
+                    r.task,
+                    r.currency,
+                    r.amount,
+                    now_ms()
+                ])
+            })
+            .map_err(db)?;
             Ok(Some(Reserved::Held))
         })
         .await

@@ -1,6 +1,8 @@
 //! The gate in front of a priced agent: a send is refused before any work
 //! when its estimate is over the caller's budget or balance; an admitted
-//! task's money is reserved, and settled when the task ends.
+//! task's money is reserved, and settled when the task ends. A task a
+//! priced root delegated to, on this hub, is paid from the root's hold
+//! instead ([`super::hold`]).
 
 use std::{
     collections::HashMap,
@@ -16,6 +18,7 @@ use serde_json::json;
 
 use super::{
     budget::Budget,
+    hold::{HoldClaims, HoldKey},
     money::Money,
     now_ms,
     price::{Price, PricingModel, Recent, SUBSCRIPTION_DAYS, Usage, reported_tokens},
@@ -96,7 +99,16 @@ struct Shared {
     /// Tasks the hub stopped because their hold ran out (not the agent's
     /// failure: they pay for the time they used), by reservation.
     exhausted: Mutex<std::collections::HashSet<String>>,
+    /// The hub's key for hold tokens.
+    hold_key: Arc<HoldKey>,
+    /// What open root tasks hand down their chains (the budget left and
+    /// the hold token), by reservation: every turn of the task hands it.
+    handed: Mutex<HashMap<String, Handed>>,
 }
+
+/// What a root task hands down: the budget left for the chain, and the
+/// token of its hold.
+type Handed = (heddle_server::delegation::Amount, String);
 
 impl std::fmt::Debug for MarketGate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -108,8 +120,14 @@ impl std::fmt::Debug for MarketGate {
 }
 
 impl MarketGate {
-    /// The gate of `agent`, priced `price`, keeping its money in `ledger`.
-    pub fn new(agent: &str, price: Price, ledger: Arc<dyn LedgerStore>) -> Self {
+    /// The gate of `agent`, priced `price`, keeping its money in `ledger`;
+    /// hold tokens are the hub's, signed with `hold_key`.
+    pub(crate) fn new(
+        agent: &str,
+        price: Price,
+        ledger: Arc<dyn LedgerStore>,
+        hold_key: Arc<HoldKey>,
+    ) -> Self {
         Self {
             shared: Arc::new(Shared {
                 agent: agent.to_owned(),
@@ -118,6 +136,8 @@ impl MarketGate {
                 recent: Recent::default(),
                 worked: Mutex::new(HashMap::new()),
                 exhausted: Mutex::new(std::collections::HashSet::new()),
+                hold_key,
+                handed: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -266,8 +286,10 @@ impl Shared {
 
     /// Reserves for a new task: the estimate for a per_task price; for a
     /// metered one the budget, or without one the whole balance (the most
-    /// the task may spend). Refused, with nothing reserved, when the
-    /// estimate is over the budget or the balance.
+    /// the task may spend); at least `chain`, the budget its caller hands
+    /// down its delegation chain, when there is one. Refused, with nothing
+    /// reserved, when the estimate is over the budget or the balance, or the
+    /// balance cannot hold `chain`.
     async fn reserve(
         self: &Arc<Self>,
         owner: &str,
@@ -275,6 +297,7 @@ impl Shared {
         task_id: &str,
         budget: Option<&Money>,
         skill: Option<&str>,
+        chain: Option<&Money>,
     ) -> Result<(), A2aError> {
         let price = self.price.for_skill(skill);
         let currency = &price.currency;
@@ -301,6 +324,7 @@ impl Shared {
             } else {
                 estimate.minor
             };
+            let amount = chain.map_or(amount, |c| amount.max(c.minor));
             let r = NewReservation {
                 id: id.clone(),
                 owner: owner.to_owned(),
@@ -311,6 +335,16 @@ impl Shared {
             };
             match self.reserve_once(r).await? {
                 Reserved::Held => return Ok(()),
+                Reserved::Insufficient { available }
+                    if let Some(c) = chain
+                        && available < c.minor =>
+                {
+                    return Err(budget_exceeded(
+                        c,
+                        &money(available, currency),
+                        "wallet balance",
+                    ));
+                }
                 Reserved::Insufficient { available } if available < estimate.minor => {
                     return Err(budget_exceeded(
                         &estimate,
@@ -325,6 +359,103 @@ impl Shared {
             "the wallet is changing too fast to hold this task's budget; retry",
             Duration::from_secs(1),
         ))
+    }
+
+    /// Reserves for a new task a delegating root's chain reached, out of
+    /// the root's hold (the claims of its token): the estimate, as for
+    /// [`Self::reserve`], refused when the root's budget has less left.
+    async fn reserve_within(
+        self: &Arc<Self>,
+        root: &HoldClaims,
+        scope_owner: &str,
+        task_id: &str,
+        budget: Option<&Money>,
+        skill: Option<&str>,
+    ) -> Result<(), A2aError> {
+        let price = self.price.for_skill(skill);
+        let estimate = price.estimate(&self.recent);
+        if let Some(b) = budget
+            && estimate.minor > b.minor
+        {
+            return Err(budget_exceeded(&estimate, b, "budget"));
+        }
+        if root.currency != price.currency {
+            return Err(A2aError::new(
+                ErrorCode::BudgetExceeded,
+                format!(
+                    "The delegating task's budget is in {}; this agent charges {}.",
+                    root.currency, price.currency
+                ),
+            ));
+        }
+        let r = NewReservation {
+            id: reservation_id(&self.agent, task_id),
+            owner: root.owner.clone(),
+            agent: self.agent.clone(),
+            task: task_ref(&self.agent, scope_owner, task_id, skill),
+            currency: price.currency.clone(),
+            amount: estimate.minor,
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let (shared, root) = (self.clone(), root.clone());
+        // To its end even when the send is dropped, as `reserve_once`.
+        tokio::spawn(async move {
+            let made = shared
+                .ledger
+                .reserve_within(&root.reservation, root.keep, &r)
+                .await;
+            let held = matches!(made, Ok(Some(Reserved::Held)));
+            if tx.send(made).is_err()
+                && held
+                && let Err(e) = shared.ledger.settle(&r.id, 0).await
+            {
+                tracing::error!(reservation = %r.id, error = %e, "could not release an orphan hold");
+            }
+        });
+        let made = rx
+            .await
+            .map_err(|_| A2aError::internal("ledger: the reservation task ended"))?
+            .map_err(store_err)?;
+        match made {
+            Some(Reserved::Held) => Ok(()),
+            Some(Reserved::Insufficient { available }) => Err(budget_exceeded(
+                &estimate,
+                &money(available, &price.currency),
+                "what the delegating task's budget has left",
+            )),
+            None => Err(A2aError::new(
+                ErrorCode::BudgetExceeded,
+                "The delegating task's budget is spent: its hold was settled.",
+            )),
+        }
+    }
+
+    /// What a root task reserved as `id` hands down its chain, when its
+    /// caller handed it `chain`: what is over the root's own estimate, and
+    /// the token of the hold.
+    fn hand_down(&self, id: &str, owner: &str, estimate: &Money, chain: &Money) -> Handed {
+        let left = money(
+            chain.minor.saturating_sub(estimate.minor).max(0),
+            &chain.currency,
+        );
+        let token = self.hold_key.issue(&HoldClaims {
+            reservation: id.to_owned(),
+            owner: owner.to_owned(),
+            currency: chain.currency.clone(),
+            keep: estimate.minor,
+        });
+        let handed = (
+            heddle_server::delegation::Amount {
+                amount: left.decimal().to_string(),
+                currency: left.currency,
+            },
+            token,
+        );
+        self.handed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id.to_owned(), handed.clone());
+        handed
     }
 
     /// Makes one reservation, to its end even when the send is dropped
@@ -350,6 +481,10 @@ impl Shared {
 
     /// Settles the task's reservation with what its run cost at `price`.
     fn settle(self: &Arc<Self>, id: String, usage: Usage, price: &Price) {
+        self.handed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
         let charge = price.charge(usage);
         if usage.state == v1::TaskState::Completed {
             self.recent.record(usage.tokens, usage.worked);
@@ -420,12 +555,42 @@ impl SendGate for MarketGate {
             return Ok(None);
         }
         let id = reservation_id(&s.agent, send.task_id);
+        let mut handed = None;
         let price = if send.new_task {
             let skill = priced_skill(&s.price, &send);
-            s.reserve(owner, &send.caller.id, send.task_id, budget.as_ref(), skill)
+            let price = s.price.for_skill(skill);
+            // Reached by a chain whose root this hub holds: paid from there.
+            let root = send
+                .delegation
+                .and_then(|d| d.hold.as_deref())
+                .and_then(|token| s.hold_key.verify(token));
+            if let Some(root) = root {
+                s.reserve_within(&root, &send.caller.id, send.task_id, budget.as_ref(), skill)
+                    .await?;
+            } else {
+                let chain = chain_budget(send.delegation, &price.currency)?;
+                s.reserve(
+                    owner,
+                    &send.caller.id,
+                    send.task_id,
+                    budget.as_ref(),
+                    skill,
+                    chain.as_ref(),
+                )
                 .await?;
-            s.price.for_skill(skill)
+                if let Some(chain) = &chain {
+                    let estimate = price.estimate(&s.recent);
+                    handed = Some(s.hand_down(&id, owner, &estimate, chain));
+                }
+            }
+            price
         } else {
+            handed = s
+                .handed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&id)
+                .cloned();
             let Some(held) = s.ledger.reservation(&id).await.map_err(store_err)? else {
                 // A task from before the agent had its price: free.
                 return Ok(None);
@@ -458,8 +623,38 @@ impl SendGate for MarketGate {
             new_task: send.new_task,
             started: None,
             told: false,
+            handed,
         })))
     }
+}
+
+/// The budget a caller hands down the delegation chain of a task it starts
+/// (`budget.remaining` of the delegation context, with no hold yet), in
+/// the agent's currency.
+fn chain_budget(
+    delegation: Option<&heddle_server::Delegation>,
+    currency: &str,
+) -> Result<Option<Money>, A2aError> {
+    let Some(d) = delegation.filter(|d| d.hold.is_none()) else {
+        return Ok(None);
+    };
+    let Some(b) = &d.budget else {
+        return Ok(None);
+    };
+    let field = "metadata.delegation.budget.remaining";
+    if b.currency != currency {
+        return Err(A2aError::invalid_field(
+            field,
+            format!("is in {}; this agent charges {currency}", b.currency),
+        ));
+    }
+    let amount: rust_decimal::Decimal = b
+        .amount
+        .parse()
+        .map_err(|_| A2aError::invalid_field(field, "amount is not a decimal number"))?;
+    Money::exact(amount, currency)
+        .map(Some)
+        .map_err(|e| A2aError::invalid_field(field, e.to_string()))
 }
 
 /// One admitted run of a priced task.
@@ -471,6 +666,8 @@ struct MeterPass {
     new_task: bool,
     started: Option<tokio::time::Instant>,
     told: bool,
+    /// What this run hands down its delegation chain, for a root.
+    handed: Option<Handed>,
 }
 
 impl MeterPass {
@@ -488,6 +685,10 @@ impl MeterPass {
 }
 
 impl Pass for MeterPass {
+    fn delegation_budget(&self) -> Option<Handed> {
+        self.handed.clone()
+    }
+
     fn started(&mut self) {
         self.started = Some(tokio::time::Instant::now());
     }

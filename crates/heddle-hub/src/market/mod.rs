@@ -17,6 +17,7 @@ pub mod a2ahub;
 pub mod budget;
 pub mod deadline;
 pub mod gate;
+pub(crate) mod hold;
 pub mod meter;
 pub mod money;
 pub mod options;

@@ -34,6 +34,9 @@ pub struct SendAtGate<'a> {
     pub message: &'a v1::Message,
     /// The request's metadata.
     pub metadata: Option<&'a Struct>,
+    /// The delegation context the message carries, admitted (within the
+    /// hop limit, no loop, before the deadline).
+    pub delegation: Option<&'a heddle_api::Delegation>,
 }
 
 /// Decides whether sends go ahead (module docs).
@@ -60,6 +63,15 @@ pub trait Pass: Send + 'static {
     /// waiting for the caller), or `None` when the agent answered with a
     /// message and no task was kept.
     fn ended(self: Box<Self>, task: Option<&v1::Task>);
+
+    /// The budget this run may hand down to the agents it calls, and the
+    /// opaque hold that pays them: put in the run's delegation context
+    /// ([`heddle_api::Delegation::budget`] and `hold`), so every call the
+    /// agent makes with `heddle_client::Delegate` carries it. The default
+    /// hands nothing down.
+    fn delegation_budget(&self) -> Option<(heddle_api::delegation::Amount, String)> {
+        None
+    }
 }
 
 /// A gate, shared by the handler's clones.

@@ -90,7 +90,7 @@ impl RequestHandler {
             return Err(A2aError::invalid_field("message", "is required"));
         };
         self.check_message(&message)?;
-        let delegation = self.admit_delegation(&message, req.metadata.as_ref())?;
+        let mut delegation = self.admit_delegation(&message, req.metadata.as_ref())?;
         let config = req.configuration.clone().unwrap_or_default();
         let permit = if stream {
             Some(self.stream_permit(&cx)?)
@@ -122,7 +122,14 @@ impl RequestHandler {
         let (mut lease, prior, pass) = if new_task {
             let task_id = crate::new_id();
             let pass = self
-                .at_gate(&cx, &task_id, true, &message, req.metadata.as_ref())
+                .at_gate(
+                    &cx,
+                    &task_id,
+                    true,
+                    &message,
+                    req.metadata.as_ref(),
+                    delegation.as_deref(),
+                )
                 .await?;
             let (attached, prior) = self.start_task(&scope, task_id, &mut message, stream);
             (self.inner.live.lease(attached), prior, pass)
@@ -134,7 +141,14 @@ impl RequestHandler {
                 .await?;
             let lease = self.inner.live.lease(attached);
             let pass = self
-                .at_gate(&cx, &lease.live.id, false, &message, req.metadata.as_ref())
+                .at_gate(
+                    &cx,
+                    &lease.live.id,
+                    false,
+                    &message,
+                    req.metadata.as_ref(),
+                    delegation.as_deref(),
+                )
                 .await?;
             if let Some(p) = push.clone() {
                 self.register_send_push_config(&cx, &lease.live.id, p)
@@ -146,6 +160,13 @@ impl RequestHandler {
         if new_task && let Some(p) = push {
             self.register_send_push_config(&cx, &lease.live.id, p)
                 .await?;
+        }
+        // What the gate's hold lets the run hand down goes with its calls.
+        if let Some((remaining, hold)) = pass.as_ref().and_then(|p| p.delegation_budget()) {
+            let d = delegation
+                .get_or_insert_with(|| Box::new(heddle_api::Delegation::root(self.inner.max_hops)));
+            d.budget = Some(remaining);
+            d.hold = Some(hold);
         }
         // Only streams subscribe to the fan-out; with no receiver, no event is built.
         let live = lease.live.clone();
@@ -212,6 +233,7 @@ impl RequestHandler {
         new_task: bool,
         message: &v1::Message,
         metadata: Option<&heddle_core::wkt::Struct>,
+        delegation: Option<&heddle_api::Delegation>,
     ) -> Result<Option<Box<dyn Pass>>, A2aError> {
         let Some(gate) = &self.inner.gate else {
             return Ok(None);
@@ -223,6 +245,7 @@ impl RequestHandler {
             new_task,
             message,
             metadata,
+            delegation,
         })
         .await
     }

@@ -267,6 +267,8 @@ pub async fn ledger_store(store: &dyn LedgerStore) {
     )
     .await;
 
+    reserve_within_a_parent(store).await;
+
     // A balance past i64 is an error that changes nothing, never a panic
     // or a wrapped balance (XTS, the ISO code for tests, so the USD sums
     // above stay apart).
@@ -285,6 +287,100 @@ pub async fn ledger_store(store: &dyn LedgerStore) {
         -i64::MAX,
         "ledger contract: a refused top-up leaves the funding account as it was"
     );
+}
+
+/// A delegated task's hold carved out of its parent's: the parent keeps
+/// what it must, the chain never spends more than the root held, and each
+/// settles on its own.
+async fn reserve_within_a_parent(store: &dyn LedgerStore) {
+    let wallet = Account::Wallet("carol".into());
+    let held = Account::Held("carol".into());
+    must(store.top_up("carol", "USD", 100, "").await, "top_up");
+    let root = reservation("root", "carol", 100);
+    assert_eq!(must(store.reserve(&root).await, "reserve"), Reserved::Held);
+    let child = |id: &str, amount| NewReservation {
+        agent: "agent-b".into(),
+        ..reservation(id, "carol", amount)
+    };
+    assert_eq!(
+        must(
+            store.reserve_within("root", 30, &child("c1", 50)).await,
+            "reserve_within"
+        ),
+        Some(Reserved::Held)
+    );
+    let amount = |r: Option<crate::Reservation>| r.map(|r| (r.amount, r.owner, r.agent));
+    assert_eq!(
+        amount(must(store.reservation("root").await, "reservation")),
+        Some((50, "carol".into(), "agent-a".into())),
+        "ledger contract: the parent holds what it did not hand down"
+    );
+    assert_eq!(
+        amount(must(store.reservation("c1").await, "reservation")),
+        Some((50, "carol".into(), "agent-b".into()))
+    );
+    assert_eq!(
+        must(
+            store.reserve_within("root", 30, &child("c2", 30)).await,
+            "reserve_within"
+        ),
+        Some(Reserved::Insufficient { available: 20 }),
+        "ledger contract: a parent spares only what is over what it keeps"
+    );
+    assert!(
+        must(store.reservation("c2").await, "reservation").is_none(),
+        "ledger contract: a refused child leaves no reservation"
+    );
+    assert!(
+        store
+            .reserve_within("root", 0, &child("c1", 1))
+            .await
+            .is_err(),
+        "ledger contract: a child id already used is refused"
+    );
+    let elsewhere = NewReservation {
+        owner: "mallory".into(),
+        ..child("c3", 1)
+    };
+    assert!(
+        store.reserve_within("root", 0, &elsewhere).await.is_err(),
+        "ledger contract: a child paid by another wallet is refused"
+    );
+    assert_eq!(
+        must(
+            store.reserve_within("nobody", 0, &child("c4", 1)).await,
+            "reserve_within"
+        ),
+        None
+    );
+    // No money moved: the hold is still the root's 100.
+    assert_eq!(must(store.balance(&held, "USD").await, "balance"), 100);
+    assert_eq!(must(store.balance(&wallet, "USD").await, "balance"), 0);
+
+    let s = must(store.settle("c1", 40).await, "settle");
+    assert_eq!(s.map(|s| (s.charged, s.released)), Some((40, 10)));
+    let s = must(store.settle("root", 30).await, "settle");
+    assert_eq!(s.map(|s| (s.charged, s.released)), Some((30, 20)));
+    assert_eq!(must(store.balance(&wallet, "USD").await, "balance"), 30);
+    assert_eq!(must(store.balance(&held, "USD").await, "balance"), 0);
+    assert_eq!(
+        must(
+            store
+                .balance(&Account::Earnings("agent-b".into()), "USD")
+                .await,
+            "balance"
+        ),
+        40
+    );
+    assert_eq!(
+        must(
+            store.reserve_within("root", 0, &child("c5", 0)).await,
+            "reserve_within"
+        ),
+        None,
+        "ledger contract: a settled parent holds nothing more"
+    );
+    assert_balanced(store, &[wallet, held]).await;
 }
 
 /// Many spends at once against one wallet: `tasks` tasks each reserve and
