@@ -100,9 +100,9 @@ pub struct ServeArgs {
     /// only admins read it then: the admin token, or an `[admin]` caller).
     #[arg(long)]
     public_metrics: bool,
-    /// Export the spans of every A2A request and agent run over OTLP/HTTP
-    /// to this collector (its base URL, e.g. `http://127.0.0.1:4318`), and
-    /// join callers' W3C trace context.
+    /// Export the spans of every A2A request and agent run, and the hub's
+    /// metrics, over OTLP/HTTP to this collector (its base URL, e.g.
+    /// `http://127.0.0.1:4318`), and join callers' W3C trace context.
     #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
     otlp_endpoint: Option<String>,
 }
@@ -198,7 +198,7 @@ fn open_sqlite(path: PathBuf) -> anyhow::Result<(Arc<dyn TaskStore>, String)> {
 
 /// Runs the server until Ctrl-C or SIGTERM.
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let _telemetry = crate::telemetry::init(args.log_format, args.otlp_endpoint.as_deref())?;
+    let telemetry = crate::telemetry::init(args.log_format, args.otlp_endpoint.as_deref())?;
     let bindings = bindings(&args.bindings)?;
     let tls = args.security.tls()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
@@ -243,6 +243,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .limits(limits)
         .caller_limits(args.limits.caller_limits())
         .bindings(bindings);
+    if let Some(observer) = telemetry.observer() {
+        builder = builder.observer(observer);
+    }
     if let Some(addr) = grpc_addr {
         builder = builder.grpc_url(match tls {
             Some(_) => format!("https://{addr}"),

@@ -794,3 +794,46 @@ async fn spans_are_exported_over_otlp_in_the_callers_trace() {
         seen.len()
     );
 }
+
+/// `--otlp-endpoint` exports the hub's metrics too: after a call, the
+/// collector receives the request count and the task transitions, with the
+/// agent and method as attributes.
+#[tokio::test]
+async fn metrics_are_exported_over_otlp() {
+    let (collector, bodies) = otlp_collector();
+    let server = common::serve_logging(
+        "memory",
+        &["--otlp-endpoint", &collector],
+        &[("OTEL_METRIC_EXPORT_INTERVAL", "200")],
+        Stdio::null(),
+    );
+    let result = rpc(
+        &reqwest::Client::new(),
+        &server.url,
+        "echo",
+        "SendMessage",
+        json!({"message": message("m-metrics", "counted")}),
+    )
+    .await
+    .expect("send");
+    assert_eq!(result["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen = Vec::new();
+    while Instant::now() < deadline {
+        if let Ok(body) = bodies.recv_timeout(Duration::from_millis(200)) {
+            seen.extend(body);
+        }
+        let has = |needle: &[u8]| seen.windows(needle.len()).any(|w| w == needle);
+        if has(b"a2a.server.requests")
+            && has(b"a2a.task.transitions")
+            && has(b"SendMessage")
+            && has(b"echo")
+        {
+            return;
+        }
+    }
+    panic!(
+        "the collector never got the request metrics ({} bytes seen)",
+        seen.len()
+    );
+}

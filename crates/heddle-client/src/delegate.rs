@@ -33,7 +33,7 @@ use heddle_core::{
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument as _;
 
-use heddle_core::version::EXTENSIONS_HEADER;
+use heddle_core::version::{EXTENSIONS_HEADER, LEGACY_EXTENSIONS_HEADER};
 
 use crate::{A2aClient, ClientError, EventStream, SendReply};
 
@@ -89,7 +89,12 @@ impl A2aClient {
             let left = std::time::Duration::from_millis(u64::try_from(left).unwrap_or(0));
             opts.timeout = opts.timeout.min(left);
         }
-        activate(&mut opts.headers, DELEGATION_EXT);
+        // v0.3 names the header `X-A2A-Extensions`.
+        let header = match self.version() {
+            heddle_core::ProtocolVersion::V0_3 => LEGACY_EXTENSIONS_HEADER,
+            heddle_core::ProtocolVersion::V1_0 => EXTENSIONS_HEADER,
+        };
+        activate(&mut opts.headers, header, DELEGATION_EXT);
         let client = self.rebound(opts)?;
         let alive = CancellationToken::new();
         Ok(Delegate {
@@ -117,19 +122,19 @@ fn same_host(a: &str, b: &str) -> bool {
     matches!((host(a), host(b)), (Some(x), Some(y)) if x == y)
 }
 
-/// Adds `uri` to the `A2A-Extensions` header in `headers` (one header,
+/// Adds `uri` to the extensions header `name` in `headers` (one header,
 /// comma-separated), unless it is there.
-fn activate(headers: &mut Vec<(String, String)>, uri: &str) {
+fn activate(headers: &mut Vec<(String, String)>, name: &str, uri: &str) {
     let existing = headers
         .iter_mut()
-        .find(|(k, _)| k.eq_ignore_ascii_case(EXTENSIONS_HEADER));
+        .find(|(k, _)| k.eq_ignore_ascii_case(name));
     match existing {
         Some((_, v)) if v.split(',').any(|u| u.trim() == uri) => {}
         Some((_, v)) => {
             v.push_str(", ");
             v.push_str(uri);
         }
-        None => headers.push((EXTENSIONS_HEADER.to_owned(), uri.to_owned())),
+        None => headers.push((name.to_owned(), uri.to_owned())),
     }
 }
 
@@ -348,11 +353,11 @@ mod tests {
     #[test]
     fn the_extension_joins_an_existing_header_once() {
         let mut h = vec![("a2a-extensions".to_owned(), "urn:x".to_owned())];
-        activate(&mut h, "urn:y");
-        activate(&mut h, "urn:y");
+        activate(&mut h, "A2A-Extensions", "urn:y");
+        activate(&mut h, "A2A-Extensions", "urn:y");
         assert_eq!(h, vec![("a2a-extensions".into(), "urn:x, urn:y".into())]);
         let mut h = Vec::new();
-        activate(&mut h, "urn:y");
+        activate(&mut h, "A2A-Extensions", "urn:y");
         assert_eq!(h, vec![("A2A-Extensions".into(), "urn:y".into())]);
     }
 }

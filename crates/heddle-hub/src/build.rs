@@ -285,7 +285,7 @@ impl Shared {
             .stream_slots(self.streams.clone())
             .caller_limits(self.caller_limits.clone())
             .versions(self.versions)
-            .observer(crate::metrics::agent_observer(&self.metrics, &id));
+            .observer(self.agent_observer(&id));
         if let Some(extended) = extended {
             handler = handler.extended_card(extended);
         }
@@ -320,6 +320,16 @@ impl Shared {
             mcp: mcp_server,
             market: gate,
         })
+    }
+
+    /// What the agent `id`'s handler tells what it does: the hub's metrics,
+    /// and the builder's observer when there is one.
+    fn agent_observer(&self, id: &str) -> Arc<dyn heddle_server::Observer> {
+        let own = crate::metrics::agent_observer(&self.metrics, id);
+        match &self.observer {
+            Some(extra) => Arc::new(heddle_server::observe::Both(own, extra.clone())),
+            None => own,
+        }
     }
 
     /// A priced agent's gate, its price declared in `profile`'s card.

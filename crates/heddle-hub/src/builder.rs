@@ -33,6 +33,7 @@ pub struct HubBuilder {
     message_checks: BTreeMap<String, heddle_server::MessageCheck>,
     remote: RemoteSettings,
     metrics_access: crate::MetricsAccess,
+    observer: Option<Arc<dyn heddle_server::Observer>>,
 }
 
 /// Why a hub could not be built.
@@ -79,6 +80,7 @@ impl HubBuilder {
                 ..RemoteSettings::default()
             },
             metrics_access: crate::MetricsAccess::default(),
+            observer: None,
         }
     }
 
@@ -151,6 +153,15 @@ impl HubBuilder {
     #[must_use]
     pub fn metrics_access(mut self, access: crate::MetricsAccess) -> Self {
         self.metrics_access = access;
+        self
+    }
+
+    /// Tells `observer` too what every agent and the push worker do, beside
+    /// the hub's own `/metrics` (an exporter of OpenTelemetry metrics, such
+    /// as [`heddle_server::observe::OtelMetrics`]).
+    #[must_use]
+    pub fn observer(mut self, observer: Arc<dyn heddle_server::Observer>) -> Self {
+        self.observer = Some(observer);
         self
     }
 
@@ -275,7 +286,11 @@ impl HubBuilder {
             Arc::new(crate::market::hold::HoldKey::random().map_err(|_| BuildError::HoldKey)?);
         let metrics = Arc::new(crate::metrics::HubMetrics::new());
         if let Some(n) = &notifier {
-            n.observe(crate::metrics::observer(&metrics));
+            let hub = crate::metrics::observer(&metrics);
+            n.observe(match &self.observer {
+                Some(extra) => Arc::new(heddle_server::observe::Both(hub, extra.clone())),
+                None => hub,
+            });
         }
         let registry = if self.keep_registrations {
             self.store.clone().registry_store()
@@ -318,6 +333,7 @@ impl HubBuilder {
             metrics,
             hold_key,
             metrics_access: self.metrics_access,
+            observer: self.observer,
             mcp: crate::mcp::server::Pool::default(),
             changes: tokio::sync::Mutex::new(()),
             #[cfg(feature = "grpc")]

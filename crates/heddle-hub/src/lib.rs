@@ -200,6 +200,8 @@ pub(crate) struct Shared {
     /// chains (`market::hold`).
     pub(crate) hold_key: Arc<market::hold::HoldKey>,
     pub(crate) metrics_access: MetricsAccess,
+    /// Told what every agent does, beside `metrics` (`HubBuilder::observer`).
+    pub(crate) observer: Option<Arc<dyn heddle_server::Observer>>,
     /// The servers of the mcp agents.
     pub(crate) mcp: mcp::server::Pool,
     /// One registry change at a time: the store write and the table swap

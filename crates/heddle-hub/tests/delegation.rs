@@ -681,6 +681,13 @@ async fn the_chain_is_one_trace_across_bindings() {
             .map(|s| (s.name.to_string(), s.span_context.trace_id()))
             .collect::<Vec<_>>()
     );
+    // Each run says the state it left its task in.
+    let states: Vec<Option<String>> = ours
+        .iter()
+        .filter(|s| s.name == "a2a.execute")
+        .map(|s| attr(s, "a2a.state"))
+        .collect();
+    assert_eq!(states, vec![Some("TASK_STATE_COMPLETED".to_owned()); 3]);
     // The requests that made the three tasks, one per binding and version.
     let mut sends: Vec<(String, String, String)> = ours
         .iter()

@@ -16,7 +16,12 @@
 //! yet; tasks changed by the store itself at start-up
 //! (`TaskStore::fail_interrupted`).
 
-use std::time::{Duration, SystemTime};
+mod otel;
+
+use std::{
+    sync::Arc,
+    time::{Duration, SystemTime},
+};
 
 use heddle_core::{ErrorCode, ProtocolVersion, method::Method, v1::TaskState};
 
@@ -58,6 +63,45 @@ pub trait Observer: Send + Sync + 'static {
     /// worker read, so at most 1024.
     fn push_outbox(&self, pending: usize) {
         let _ = pending;
+    }
+}
+
+pub use otel::OtelMetrics;
+
+/// Two observers told the same things, in order: a server that keeps its
+/// own figures and exports them over OpenTelemetry too.
+#[derive(Debug, Clone)]
+pub struct Both(pub Arc<dyn Observer>, pub Arc<dyn Observer>);
+
+impl Observer for Both {
+    fn call(&self, call: &CallEvent<'_>) {
+        self.0.call(call);
+        self.1.call(call);
+    }
+
+    fn stream_opened(&self, stream: &StreamEvent<'_>) {
+        self.0.stream_opened(stream);
+        self.1.stream_opened(stream);
+    }
+
+    fn stream_closed(&self, stream: &StreamEvent<'_>, open_for: Duration) {
+        self.0.stream_closed(stream, open_for);
+        self.1.stream_closed(stream, open_for);
+    }
+
+    fn task_state(&self, change: &TaskStateEvent<'_>) {
+        self.0.task_state(change);
+        self.1.task_state(change);
+    }
+
+    fn push_attempt(&self, attempt: &PushEvent<'_>) {
+        self.0.push_attempt(attempt);
+        self.1.push_attempt(attempt);
+    }
+
+    fn push_outbox(&self, pending: usize) {
+        self.0.push_outbox(pending);
+        self.1.push_outbox(pending);
     }
 }
 

@@ -83,6 +83,7 @@ pub(crate) fn execute_span(agent_id: &str, task_id: &str, context_id: &str) -> S
         gen_ai.agent.id = agent_id,
         a2a.task_id = task_id,
         a2a.context_id = context_id,
+        a2a.state = Empty,
     );
     if !span.is_disabled() {
         let _ = span.set_parent(Span::current().context());

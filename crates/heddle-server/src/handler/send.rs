@@ -554,6 +554,9 @@ impl RequestHandler {
                     st.dirty = false;
                 }
             }
+            if !st.replied && crate::trace::enabled() {
+                crate::trace::record("a2a.state", current_state(&st).as_str_name());
+            }
             if let Some(pass) = pass {
                 pass.ended((!st.replied).then_some(&st.task));
             }
