@@ -153,9 +153,12 @@ pub trait AgentExecutor: Send + Sync + 'static {
     /// WORKING on return is failed by the server (an agent bug).
     async fn execute(&self, ctx: RequestContext, events: TaskEvents) -> Result<(), AgentError>;
 
-    /// Asked to stop a task. The default publishes CANCELED; the running
-    /// `execute` also sees `ctx.cancel` fire. If the task is not terminal when
-    /// this returns, the server marks it CANCELED.
+    /// Asked to stop a task, whether a run of it is going on or it waits
+    /// (for its caller's answer, say): work it started elsewhere (an
+    /// upstream task, the tasks it delegated) is the agent's to stop. The
+    /// default publishes CANCELED; a running `execute` also sees
+    /// `ctx.cancel` fire. If the task is not terminal when this returns,
+    /// the server marks it CANCELED.
     async fn cancel(&self, _ctx: RequestContext, events: TaskEvents) -> Result<(), AgentError> {
         events.cancel(None).await?;
         Ok(())

@@ -108,6 +108,19 @@ pub fn children_of(task_metadata: Option<&Struct>) -> Vec<Hop> {
         .unwrap_or_default()
 }
 
+/// Removes `budget.hold` from the delegation context in `metadata`, if
+/// any: what a relay does before the metadata leaves the hub that issued
+/// the hold (a hold is a bearer capability for the root's money there).
+pub fn strip_hold(metadata: &mut Option<Struct>) {
+    if let Some(Value::Object(budget)) = metadata
+        .as_mut()
+        .and_then(|m| m.0.get_mut(DELEGATION_EXT))
+        .and_then(|d| d.get_mut("budget"))
+    {
+        budget.remove("hold");
+    }
+}
+
 /// An amount of money, in the AP2 form (a decimal string and an ISO 4217 code).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Amount {
@@ -415,6 +428,25 @@ mod tests {
         let mut m = None;
         d.put_into(&mut m);
         assert_eq!(Delegation::from_metadata(m.as_ref()), Ok(Some(d)));
+    }
+
+    #[test]
+    fn a_hold_is_stripped_and_the_rest_kept() {
+        let mut d = Delegation::root(3);
+        d.budget = Some(Amount {
+            amount: "0.40".into(),
+            currency: "USD".into(),
+        });
+        d.hold = Some("secret.token".into());
+        let mut m = None;
+        d.put_into(&mut m);
+        strip_hold(&mut m);
+        let back = Delegation::from_metadata(m.as_ref()).unwrap().unwrap();
+        assert_eq!(back.hold, None);
+        assert_eq!(back.budget, d.budget);
+        let mut none = None;
+        strip_hold(&mut none);
+        assert_eq!(none, None);
     }
 
     #[test]

@@ -75,9 +75,11 @@ impl A2aClient {
         events: &TaskEvents,
     ) -> Result<Delegate, ClientError> {
         let mut context = ctx.delegation_for_call().map_err(A2aError::from)?;
-        // The hold pays only agents of the hub that keeps it: it is not
-        // sent to another host, where it is of no use to anyone honest.
-        if context.hold.is_some() && !same_host(&ctx.agent, &self.interface().url) {
+        // The hold pays only agents of the hub that keeps it: it is sent
+        // only where the calling agent itself is served (its host and port;
+        // over gRPC, which a hub serves on a port of its own, its host).
+        let grpc = self.binding() == crate::Binding::Grpc;
+        if context.hold.is_some() && !same_server(&ctx.agent, &self.interface().url, grpc) {
             context.hold = None;
         }
         let mut opts = self.opts.clone();
@@ -108,18 +110,22 @@ impl A2aClient {
     }
 }
 
-/// Whether two agent URLs (an interface URL; gRPC's may have no scheme)
-/// name the same host. Ports are not compared: a hub serves gRPC on a port
-/// of its own.
-fn same_host(a: &str, b: &str) -> bool {
-    let host = |u: &str| {
+/// Whether two agent URLs (interface URLs; gRPC's may have no scheme)
+/// name the same server: the same host and port, or with `any_port` the
+/// same host.
+fn same_server(a: &str, b: &str, any_port: bool) -> bool {
+    let at = |u: &str| {
         let parsed = reqwest::Url::parse(u)
             .ok()
             .filter(|p| p.has_host())
             .or_else(|| reqwest::Url::parse(&format!("http://{u}")).ok())?;
-        parsed.host_str().map(str::to_ascii_lowercase)
+        let host = parsed.host_str()?.to_ascii_lowercase();
+        Some((host, parsed.port_or_known_default()))
     };
-    matches!((host(a), host(b)), (Some(x), Some(y)) if x == y)
+    match (at(a), at(b)) {
+        (Some((h1, p1)), Some((h2, p2))) => h1 == h2 && (any_port || p1 == p2),
+        _ => false,
+    }
 }
 
 /// Adds `uri` to the extensions header `name` in `headers` (one header,
@@ -336,18 +342,24 @@ fn task_of(e: &v1::StreamResponse) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
-    use super::{activate, same_host};
+    use super::{activate, same_server};
 
     #[test]
-    fn a_hold_stays_on_its_host() {
+    fn a_hold_stays_on_its_server() {
         let hub = "https://hub.example/api/v1/agents/research";
-        assert!(same_host(
-            hub,
-            "https://HUB.example:8443/api/v1/agents/writer"
+        let writer = "https://HUB.example:443/api/v1/agents/writer";
+        assert!(same_server(hub, writer, false));
+        let elsewhere = "https://hub.example:8443/api/v1/agents/writer";
+        assert!(!same_server(hub, elsewhere, false));
+        assert!(same_server(
+            "http://127.0.0.1:8080/a",
+            "127.0.0.1:50051",
+            true
         ));
-        assert!(same_host("http://127.0.0.1:8080/a", "127.0.0.1:50051"));
-        assert!(!same_host(hub, "https://elsewhere.example/a2a"));
-        assert!(!same_host(hub, "not a url at all"));
+        let neighbour = "http://127.0.0.1:9999/a";
+        assert!(!same_server("http://127.0.0.1:8080/a", neighbour, false));
+        assert!(!same_server(hub, "https://elsewhere.example/a2a", true));
+        assert!(!same_server(hub, "not a url at all", true));
     }
 
     #[test]

@@ -1083,4 +1083,70 @@ async fn the_roots_budget_pays_every_hop_and_never_goes_negative() {
     assert!(wallet >= 0 && held == 0, "{wallet} {held}");
     // The failed tasks paid nothing (per_task charges completed tasks).
     assert_eq!((wallet, earned), (940, [10, 20, 30]));
+
+    // Further down a chain, `budget.remaining` is information: a hop
+    // reached with no hold is paid by its caller, its estimate only.
+    let hop3 = client(&base, "hop3", Binding::Rest, ProtocolVersion::V1_0).await;
+    let down_the_chain = json!({
+        "chain": [{"agent": "https://elsewhere.example/a2a", "taskId": "t-0"}],
+        "budget": {"remaining": {"amount": "50.00", "currency": "USD"}}
+    });
+    let t = task_of(
+        tokio::time::timeout(STEP, hop3.send(request("quick", Some(down_the_chain), true)))
+            .await
+            .expect("in time")
+            .expect("send"),
+    );
+    assert_eq!(state(&t), v1::TaskState::Completed, "{}", reason(&t));
+    let (wallet, _, earned) = settled_books(&store).await;
+    assert_eq!((wallet, earned), (910, [10, 20, 60]));
+}
+
+/// A cancel of a task that waits for its caller reaches the tasks it
+/// delegated: research, waiting on the writer's question it asked back,
+/// is canceled, and the writer's waiting task ends CANCELED too.
+#[tokio::test]
+async fn canceling_a_waiting_parent_cancels_its_waiting_child() {
+    let base = serve_hub(|base, _| {
+        heddle_hub::agents::with_demo_agents(heddle_hub::Hub::builder(
+            base,
+            Arc::new(MemoryStore::default()),
+        ))
+    })
+    .await;
+    let research = client(&base, "research", Binding::JsonRpc, ProtocolVersion::V1_0).await;
+    let asked = task_of(
+        tokio::time::timeout(STEP, research.send(request("tides", None, true)))
+            .await
+            .expect("in time")
+            .expect("send"),
+    );
+    assert_eq!(
+        state(&asked),
+        v1::TaskState::InputRequired,
+        "{}",
+        reason(&asked)
+    );
+    let children = heddle_client::delegation::children_of(asked.metadata.as_ref());
+    assert_eq!(children.len(), 1, "{children:?}");
+    let writer = client(&base, "writer", Binding::JsonRpc, ProtocolVersion::V1_0).await;
+    let waiting = writer
+        .get_task(&children[0].task_id, None)
+        .await
+        .expect("the writer's task");
+    assert_eq!(state(&waiting), v1::TaskState::InputRequired);
+
+    let start = Instant::now();
+    let canceled = research.cancel_task(&asked.id).await.expect("cancel");
+    assert_eq!(state(&canceled), v1::TaskState::Canceled);
+    let child = writer
+        .get_task(&children[0].task_id, None)
+        .await
+        .expect("the writer's task");
+    assert_eq!(state(&child), v1::TaskState::Canceled, "{}", reason(&child));
+    assert!(
+        start.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        start.elapsed()
+    );
 }

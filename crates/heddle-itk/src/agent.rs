@@ -37,6 +37,14 @@ pub enum CallError {
     /// A resubscribe call whose stream named no task.
     #[error("calling {0}: the stream named no task before it ended")]
     NoTask(String),
+    /// A call that took longer than the agent's bound on calls.
+    #[error("calling {uri}: no answer within {after:?}")]
+    TimedOut {
+        /// The callee's card URI.
+        uri: String,
+        /// The bound.
+        after: Duration,
+    },
     /// A resubscribed task that ended without its held answer.
     #[error("calling {uri}: task {task} ended without a {FINISHED:?} line")]
     NotFinished {
@@ -124,7 +132,17 @@ impl ItkAgent {
                     }
                     Ok(outputs)
                 }
-                Some(Step::CallAgent(call)) => self.call(call).await,
+                // The whole call, streams included, within the bound.
+                Some(Step::CallAgent(call)) => {
+                    tokio::time::timeout(self.call_timeout, self.call(call))
+                        .await
+                        .unwrap_or_else(|_| {
+                            Err(CallError::TimedOut {
+                                uri: call.agent_card_uri.clone(),
+                                after: self.call_timeout,
+                            })
+                        })
+                }
                 None => Err(CallError::EmptyNode),
             }
         })

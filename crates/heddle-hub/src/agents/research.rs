@@ -196,6 +196,43 @@ impl AgentExecutor for Research {
             Some(prior) => self.answer(&ctx, &events, prior).await,
         }
     }
+
+    /// Cancels the siblings' tasks this one made, then itself. A run going
+    /// on has its calls' tasks canceled by its delegates already; a task
+    /// waiting for its caller (the writer's question asked back) has none,
+    /// so its recorded children are canceled here.
+    async fn cancel(&self, ctx: RequestContext, events: TaskEvents) -> Result<(), AgentError> {
+        let children =
+            delegation::children_of(ctx.task.as_deref().and_then(|t| t.metadata.as_ref()));
+        for child in children {
+            // `…/api/v1/agents/{id}[/…]`, or `host:port#{id}` over gRPC.
+            let id = match child.agent.split_once(AGENTS_PATH) {
+                Some((_, rest)) => rest.split(['/', '#']).next(),
+                None => child.agent.rsplit_once('#').map(|(_, tenant)| tenant),
+            };
+            let Some(id) = id.filter(|id| !id.is_empty()) else {
+                continue;
+            };
+            let Some(url) = sibling(&ctx.agent, id) else {
+                continue;
+            };
+            let canceled = async {
+                let client = A2aClient::discover(&url, ClientOptions::default()).await?;
+                client.cancel_task(&child.task_id).await
+            };
+            match canceled.await {
+                // Ended already (TaskNotCancelable) is as good.
+                Ok(_) | Err(ClientError::A2a(_)) => {}
+                Err(e) => {
+                    tracing::warn!(task = %ctx.task_id, child = %child.task_id, error = %e, "could not cancel a delegated task");
+                }
+            }
+        }
+        match events.cancel(None).await {
+            Ok(()) | Err(heddle_server::EventError::IllegalTransition(_)) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
 }
 
 #[async_trait]

@@ -289,7 +289,7 @@ impl Shared {
     /// the task may spend); at least `chain`, the budget its caller hands
     /// down its delegation chain, when there is one. Refused, with nothing
     /// reserved, when the estimate is over the budget or the balance, or the
-    /// balance cannot hold `chain`.
+    /// balance cannot hold `chain`. The amount held.
     async fn reserve(
         self: &Arc<Self>,
         owner: &str,
@@ -298,7 +298,7 @@ impl Shared {
         budget: Option<&Money>,
         skill: Option<&str>,
         chain: Option<&Money>,
-    ) -> Result<(), A2aError> {
+    ) -> Result<i64, A2aError> {
         let price = self.price.for_skill(skill);
         let currency = &price.currency;
         let estimate = price.estimate(&self.recent);
@@ -334,7 +334,7 @@ impl Shared {
                 amount,
             };
             match self.reserve_once(r).await? {
-                Reserved::Held => return Ok(()),
+                Reserved::Held => return Ok(amount),
                 Reserved::Insufficient { available }
                     if let Some(c) = chain
                         && available < c.minor =>
@@ -430,10 +430,19 @@ impl Shared {
         }
     }
 
-    /// What a root task reserved as `id` hands down its chain, when its
-    /// caller handed it `chain`: what is over the root's own estimate, and
-    /// the token of the hold.
-    fn hand_down(&self, id: &str, owner: &str, estimate: &Money, chain: &Money) -> Handed {
+    /// What a root task that reserved `held` as `id` hands down its chain,
+    /// when its caller handed it `chain`: what is over the root's own
+    /// estimate, and the token of the hold. The root keeps the rest of
+    /// `held` (all of it but that, for a metered root holding its budget or
+    /// the whole balance), so the chain can never spend more than `chain`.
+    fn hand_down(
+        &self,
+        id: &str,
+        owner: &str,
+        held: i64,
+        estimate: &Money,
+        chain: &Money,
+    ) -> Handed {
         let left = money(
             chain.minor.saturating_sub(estimate.minor).max(0),
             &chain.currency,
@@ -442,7 +451,7 @@ impl Shared {
             reservation: id.to_owned(),
             owner: owner.to_owned(),
             currency: chain.currency.clone(),
-            keep: estimate.minor,
+            keep: held.saturating_sub(left.minor).max(0),
         });
         let handed = (
             heddle_server::delegation::Amount {
@@ -569,18 +578,19 @@ impl SendGate for MarketGate {
                     .await?;
             } else {
                 let chain = chain_budget(send.delegation, &price.currency)?;
-                s.reserve(
-                    owner,
-                    &send.caller.id,
-                    send.task_id,
-                    budget.as_ref(),
-                    skill,
-                    chain.as_ref(),
-                )
-                .await?;
+                let held = s
+                    .reserve(
+                        owner,
+                        &send.caller.id,
+                        send.task_id,
+                        budget.as_ref(),
+                        skill,
+                        chain.as_ref(),
+                    )
+                    .await?;
                 if let Some(chain) = &chain {
                     let estimate = price.estimate(&s.recent);
-                    handed = Some(s.hand_down(&id, owner, &estimate, chain));
+                    handed = Some(s.hand_down(&id, owner, held, &estimate, chain));
                 }
             }
             price
@@ -598,9 +608,13 @@ impl SendGate for MarketGate {
             let price = s
                 .price
                 .for_skill(super::recover::skill_of(&held.task).as_deref());
-            // A larger budget on a reply raises a metered task's hold.
+            // A larger budget on a reply raises a metered task's hold, from
+            // the wallet that holds it, at its owner's word only: a task paid
+            // from a delegation chain's budget is not raised by the agent that
+            // delegated it.
             if let Some(b) = &budget
                 && price.metered()
+                && held.owner == owner
                 && b.minor > held.amount
                 && let Some(Reserved::Insufficient { available }) = s
                     .ledger
@@ -629,13 +643,14 @@ impl SendGate for MarketGate {
 }
 
 /// The budget a caller hands down the delegation chain of a task it starts
-/// (`budget.remaining` of the delegation context, with no hold yet), in
-/// the agent's currency.
+/// (`budget.remaining` of a delegation context with an empty chain and no
+/// hold yet: further down, the figure is information only), in the agent's
+/// currency.
 fn chain_budget(
     delegation: Option<&heddle_server::Delegation>,
     currency: &str,
 ) -> Result<Option<Money>, A2aError> {
-    let Some(d) = delegation.filter(|d| d.hold.is_none()) else {
+    let Some(d) = delegation.filter(|d| d.hold.is_none() && d.chain.is_empty()) else {
         return Ok(None);
     };
     let Some(b) = &d.budget else {

@@ -218,6 +218,10 @@ impl RemoteAgent {
             .map(|l| l.upstream_task_id.clone())
             .unwrap_or_default();
         message.context_id = upstream_context.unwrap_or_default();
+        // A chain's hold pays only on this hub: it never goes upstream.
+        heddle_server::delegation::strip_hold(&mut message.metadata);
+        let mut metadata = ctx.metadata.clone();
+        heddle_server::delegation::strip_hold(&mut metadata);
         let req = v1::SendMessageRequest {
             message: Some(message),
             configuration: Some(v1::SendMessageConfiguration {
@@ -229,7 +233,7 @@ impl RemoteAgent {
                 history_length: Some(0),
                 ..Default::default()
             }),
-            metadata: ctx.metadata.clone(),
+            metadata,
             ..Default::default()
         };
         let mut relay = Relay::new(events, ctx.task.as_deref());

@@ -56,8 +56,13 @@ impl RequestHandler {
             (live.running.load(Ordering::Acquire), st.task.clone())
         };
         let events = TaskEvents::new(live.clone(), snapshot.context_id.clone());
-        if running {
-            live.cancel.cancel();
+        // The agent is asked to stop whether or not a run is going on: a
+        // task waiting for its caller may have work elsewhere to stop too
+        // (an upstream task, or the tasks it delegated).
+        {
+            if running {
+                live.cancel.cancel();
+            }
             let ctx = RequestContext {
                 task_id: live.id.clone(),
                 context_id: snapshot.context_id.clone(),

@@ -463,9 +463,11 @@ impl PushNotifier {
         if !config.token.is_empty() {
             req = req.header(TOKEN_HEADER, &config.token);
         }
-        if !traceparent.is_empty() {
+        // A value no header may hold is left out, not the delivery.
+        let valid = |v: &str| !v.is_empty() && http::HeaderValue::from_str(v).is_ok();
+        if valid(traceparent) {
             req = req.header("traceparent", traceparent);
-            if !tracestate.is_empty() {
+            if valid(tracestate) {
                 req = req.header("tracestate", tracestate);
             }
         }
