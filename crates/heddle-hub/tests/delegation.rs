@@ -1092,10 +1092,13 @@ async fn the_roots_budget_pays_every_hop_and_never_goes_negative() {
         "budget": {"remaining": {"amount": "50.00", "currency": "USD"}}
     });
     let t = task_of(
-        tokio::time::timeout(STEP, hop3.send(request("quick", Some(down_the_chain), true)))
-            .await
-            .expect("in time")
-            .expect("send"),
+        tokio::time::timeout(
+            STEP,
+            hop3.send(request("quick", Some(down_the_chain), true)),
+        )
+        .await
+        .expect("in time")
+        .expect("send"),
     );
     assert_eq!(state(&t), v1::TaskState::Completed, "{}", reason(&t));
     let (wallet, _, earned) = settled_books(&store).await;
