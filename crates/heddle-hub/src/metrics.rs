@@ -390,9 +390,9 @@ const STATE_SLOTS: usize = 9;
 /// One agent's metrics, the [`Observer`] its handler is given: the handles
 /// of its answered calls and its state changes are looked up once and kept,
 /// so counting one costs atomic adds, not a label set allocated and looked
-/// up in its family each time (what made the observer cost a request about
-/// 2.5 µs of CPU; `bench/results/2026-12-03-issue25-short.md`). Failed
-/// calls, streams and push go through the families, as they are rarer.
+/// up in its family each time (the cost is measured in
+/// `bench/results/2026-12-03-metrics-cache-short.md`). Failed calls,
+/// streams and push go through the families, as they are rarer.
 struct AgentMetrics {
     hub: Arc<HubMetrics>,
     agent: String,

@@ -528,11 +528,9 @@ async fn serve_one(id: &str, agent: impl AgentExecutor) -> String {
     .await
 }
 
-/// The demo chain: research asks the writer for a report (the writer's
-/// question comes back as research's own), then the summarizer; research's
-/// task names both tasks it made.
-#[tokio::test]
-async fn the_research_demo_delegates_to_the_writer_and_the_summarizer() {
+/// A hub of the demo agents, and research's task on "tides" as the first
+/// turn left it: the hub's base URL, a client of research, the task.
+async fn research_asked() -> (String, A2aClient, v1::Task) {
     let base = serve_hub(|base, _| {
         heddle_hub::agents::with_demo_agents(heddle_hub::Hub::builder(
             base,
@@ -540,7 +538,6 @@ async fn the_research_demo_delegates_to_the_writer_and_the_summarizer() {
         ))
     })
     .await;
-
     let research = client(&base, "research", Binding::JsonRpc, ProtocolVersion::V1_0).await;
     let asked = task_of(
         tokio::time::timeout(STEP, research.send(request("tides", None, true)))
@@ -548,6 +545,15 @@ async fn the_research_demo_delegates_to_the_writer_and_the_summarizer() {
             .expect("in time")
             .expect("send"),
     );
+    (base, research, asked)
+}
+
+/// The demo chain: research asks the writer for a report (the writer's
+/// question comes back as research's own), then the summarizer; research's
+/// task names both tasks it made.
+#[tokio::test]
+async fn the_research_demo_delegates_to_the_writer_and_the_summarizer() {
+    let (base, research, asked) = research_asked().await;
     assert_eq!(
         state(&asked),
         v1::TaskState::InputRequired,
@@ -1110,20 +1116,7 @@ async fn the_roots_budget_pays_every_hop_and_never_goes_negative() {
 /// is canceled, and the writer's waiting task ends CANCELED too.
 #[tokio::test]
 async fn canceling_a_waiting_parent_cancels_its_waiting_child() {
-    let base = serve_hub(|base, _| {
-        heddle_hub::agents::with_demo_agents(heddle_hub::Hub::builder(
-            base,
-            Arc::new(MemoryStore::default()),
-        ))
-    })
-    .await;
-    let research = client(&base, "research", Binding::JsonRpc, ProtocolVersion::V1_0).await;
-    let asked = task_of(
-        tokio::time::timeout(STEP, research.send(request("tides", None, true)))
-            .await
-            .expect("in time")
-            .expect("send"),
-    );
+    let (base, research, asked) = research_asked().await;
     assert_eq!(
         state(&asked),
         v1::TaskState::InputRequired,

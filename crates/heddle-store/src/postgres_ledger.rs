@@ -256,6 +256,36 @@ fn entries(rows: &[PgRow]) -> Result<Vec<Entry>, StoreError> {
     rows.iter().map(entry).collect()
 }
 
+/// Records the open reservation `r` in `tx`; an id already used is an
+/// error. A second insert of the same id waits here for the first.
+async fn insert_reservation(
+    tx: &mut sqlx::PgTransaction<'_>,
+    r: &NewReservation,
+) -> Result<(), StoreError> {
+    let inserted = sqlx::query(concat!(
+        "INSERT INTO ledger_reservations (",
+        reservation_columns!(),
+        ") VALUES ($1, $2, $3, $4, $5, $6, NULL, $7) ON CONFLICT (id) DO NOTHING"
+    ))
+    .bind(&r.id)
+    .bind(&r.owner)
+    .bind(&r.agent)
+    .bind(&r.task)
+    .bind(&r.currency)
+    .bind(r.amount)
+    .bind(now_ms())
+    .execute(&mut **tx)
+    .await
+    .map_err(sql)?;
+    if inserted.rows_affected() == 0 {
+        return Err(StoreError::Database(format!(
+            "reservation {} already exists",
+            r.id
+        )));
+    }
+    Ok(())
+}
+
 #[async_trait]
 impl LedgerStore for PostgresStore {
     async fn top_up(
@@ -286,27 +316,7 @@ impl LedgerStore for PostgresStore {
         check_amount(r.amount, false)?;
         let mut tx = self.pool.begin().await.map_err(db)?;
         // First, so a second reserve of the same id waits here for this one.
-        let inserted = sqlx::query(concat!(
-            "INSERT INTO ledger_reservations (",
-            reservation_columns!(),
-            ") VALUES ($1, $2, $3, $4, $5, $6, NULL, $7) ON CONFLICT (id) DO NOTHING"
-        ))
-        .bind(&r.id)
-        .bind(&r.owner)
-        .bind(&r.agent)
-        .bind(&r.task)
-        .bind(&r.currency)
-        .bind(r.amount)
-        .bind(now_ms())
-        .execute(&mut *tx)
-        .await
-        .map_err(sql)?;
-        if inserted.rows_affected() == 0 {
-            return Err(StoreError::Database(format!(
-                "reservation {} already exists",
-                r.id
-            )));
-        }
+        insert_reservation(&mut tx, r).await?;
         let wallet = Account::Wallet(r.owner.clone());
         let held = Account::Held(r.owner.clone());
         let legs = [(&wallet, -r.amount), (&held, r.amount)];
@@ -388,27 +398,7 @@ impl LedgerStore for PostgresStore {
         if available < r.amount {
             return Ok(Some(Reserved::Insufficient { available }));
         }
-        let inserted = sqlx::query(concat!(
-            "INSERT INTO ledger_reservations (",
-            reservation_columns!(),
-            ") VALUES ($1, $2, $3, $4, $5, $6, NULL, $7) ON CONFLICT (id) DO NOTHING"
-        ))
-        .bind(&r.id)
-        .bind(&r.owner)
-        .bind(&r.agent)
-        .bind(&r.task)
-        .bind(&r.currency)
-        .bind(r.amount)
-        .bind(now_ms())
-        .execute(&mut *tx)
-        .await
-        .map_err(sql)?;
-        if inserted.rows_affected() == 0 {
-            return Err(StoreError::Database(format!(
-                "reservation {} already exists",
-                r.id
-            )));
-        }
+        insert_reservation(&mut tx, r).await?;
         sqlx::query("UPDATE ledger_reservations SET amount = $2 WHERE id = $1")
             .bind(parent)
             .bind(p.amount - r.amount)

@@ -229,6 +229,27 @@ fn find_reservation(
     rows.next().map_err(db)?.map(reservation).transpose()
 }
 
+/// Records the open reservation `r` (its money already moved, or carved).
+fn insert_reservation(tx: &rusqlite::Connection, r: &NewReservation) -> Result<(), StoreError> {
+    tx.prepare_cached(&format!(
+        "INSERT INTO ledger_reservations ({RESERVATION_COLUMNS})
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, ?7)"
+    ))
+    .and_then(|mut s| {
+        s.execute(params![
+            r.id,
+            r.owner,
+            r.agent,
+            r.task,
+            r.currency,
+            r.amount,
+            now_ms()
+        ])
+    })
+    .map_err(db)?;
+    Ok(())
+}
+
 /// What a settled reservation's settlement was.
 fn settled(r: &Reservation, charged: i64) -> Result<Settlement, StoreError> {
     Ok(Settlement {
@@ -293,22 +314,7 @@ impl LedgerStore for SqliteStore {
                 "",
                 &[(&wallet, -r.amount), (&held, r.amount)],
             )?;
-            tx.prepare_cached(&format!(
-                "INSERT INTO ledger_reservations ({RESERVATION_COLUMNS})
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, ?7)"
-            ))
-            .and_then(|mut s| {
-                s.execute(params![
-                    r.id,
-                    r.owner,
-                    r.agent,
-                    r.task,
-                    r.currency,
-                    r.amount,
-                    now_ms()
-                ])
-            })
-            .map_err(db)?;
+            insert_reservation(tx, &r)?;
             Ok(Reserved::Held)
         })
         .await
@@ -371,22 +377,7 @@ impl LedgerStore for SqliteStore {
             tx.prepare_cached("UPDATE ledger_reservations SET amount = ?2 WHERE id = ?1")
                 .and_then(|mut s| s.execute(params![parent, p.amount - r.amount]))
                 .map_err(db)?;
-            tx.prepare_cached(&format!(
-                "INSERT INTO ledger_reservations ({RESERVATION_COLUMNS})
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, ?7)"
-            ))
-            .and_then(|mut s| {
-                s.execute(params![
-                    r.id,
-                    r.owner,
-                    r.agent,
-                    r.task,
-                    r.currency,
-                    r.amount,
-                    now_ms()
-                ])
-            })
-            .map_err(db)?;
+            insert_reservation(tx, &r)?;
             Ok(Some(Reserved::Held))
         })
         .await
