@@ -46,8 +46,8 @@ pub use ledger::{
     Account, Entry, LedgerStore, NewReservation, Reservation, Reserved, Settlement, valid_currency,
 };
 pub use store::{
-    AgentRecord, Delivery, DeliveryOutcome, ListPage, ListQuery, NewDelivery, PushConfigRecord,
-    PushStore, RegistryStore, Scope, StoreError, TaskStore,
+    AgentRecord, Delivery, DeliveryOutcome, ExpiredLease, LeaseStore, ListPage, ListQuery,
+    NewDelivery, PushConfigRecord, PushStore, RegistryStore, Scope, StoreError, TaskStore,
 };
 
 /// The attribute every implementation of this crate's traits needs (they

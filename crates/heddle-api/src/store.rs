@@ -81,6 +81,10 @@ pub enum StoreError {
     /// task it may evict (heddle-store's `MemoryLimits::max_bytes`).
     #[error("task store is full: {0}")]
     Full(String),
+    /// The stored task is at a later generation than the save: another
+    /// writer (a replica that took the task over) got there first.
+    #[error("task {0} was changed by another writer")]
+    Conflict(String),
 }
 
 /// Task persistence. Implementations must be safe to share across threads.
@@ -92,6 +96,31 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Inserts or replaces the task (keyed by scope.agent and task.id). The
     /// owner recorded at first save never changes.
     async fn save(&self, scope: &Scope, task: &v1::Task) -> Result<(), StoreError>;
+
+    /// Saves the task as it stands after its `generation`-th event (the
+    /// server counts every applied event, one by one). A store that keeps
+    /// generations refuses to go back: a save older than the stored one is
+    /// [`StoreError::Conflict`], which is how two replicas that both think
+    /// they own a task find out. The default ignores the generation.
+    async fn save_at(
+        &self,
+        scope: &Scope,
+        task: &v1::Task,
+        generation: u64,
+    ) -> Result<(), StoreError> {
+        let _ = generation;
+        self.save(scope, task).await
+    }
+
+    /// The task with `task_id` in `scope` and the generation it was saved at
+    /// (0 from a store that does not keep generations).
+    async fn load_at(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+    ) -> Result<Option<(v1::Task, u64)>, StoreError> {
+        Ok(self.load(scope, task_id).await?.map(|t| (t, 0)))
+    }
 
     /// A page of the scope's tasks, newest status timestamp first (ties by id).
     async fn list(&self, scope: &Scope, query: &ListQuery) -> Result<ListPage, StoreError>;
@@ -109,10 +138,11 @@ pub trait TaskStore: Send + Sync + 'static {
         &self,
         scope: &Scope,
         task: &v1::Task,
+        generation: u64,
         deliveries: Vec<NewDelivery>,
         outbox: &dyn PushStore,
     ) -> Result<(), StoreError> {
-        self.save(scope, task).await?;
+        self.save_at(scope, task, generation).await?;
         outbox.enqueue_deliveries(deliveries).await
     }
 
@@ -137,6 +167,68 @@ pub trait TaskStore: Send + Sync + 'static {
     fn ledger_store(self: Arc<Self>) -> Option<Arc<dyn crate::LedgerStore>> {
         None
     }
+
+    /// This store's task leases, when it can be shared by several server
+    /// processes (PostgreSQL can). Replicas sharing such a store lease the
+    /// tasks they run, so that the others can tell a task whose runner died
+    /// from one still running elsewhere.
+    fn lease_store(self: Arc<Self>) -> Option<Arc<dyn LeaseStore>> {
+        None
+    }
+}
+
+/// A task whose runner stopped renewing its lease.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExpiredLease {
+    /// The task's scope (its agent and the caller that owns it).
+    pub scope: Scope,
+    /// The task.
+    pub task_id: String,
+    /// The replica that held the lease.
+    pub replica: String,
+}
+
+/// Who runs which task, in a store several replicas share.
+///
+/// A replica takes a lease when it starts running a task, renews all its
+/// leases together while it lives, and releases each when the run ends. A
+/// lease not renewed in time expires; exactly one other replica claims it
+/// ([`claim_expired`](Self::claim_expired) removes what it returns) and ends
+/// the task.
+#[async_trait]
+pub trait LeaseStore: Send + Sync + 'static {
+    /// Records that `replica` runs `task_id` in `scope` until `expires_ms`
+    /// (Unix milliseconds), replacing any earlier lease on it.
+    async fn acquire_lease(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        replica: &str,
+        expires_ms: i64,
+    ) -> Result<(), StoreError>;
+
+    /// Extends every lease `replica` holds to `expires_ms`; how many it holds.
+    async fn renew_leases(&self, replica: &str, expires_ms: i64) -> Result<u64, StoreError>;
+
+    /// The replica holding the lease on `task_id` of `agent`, if any
+    /// (expired or not).
+    async fn lease_holder(&self, agent: &str, task_id: &str) -> Result<Option<String>, StoreError>;
+
+    /// Drops `replica`'s lease on the task, if it still holds it.
+    async fn release_lease(
+        &self,
+        agent: &str,
+        task_id: &str,
+        replica: &str,
+    ) -> Result<(), StoreError>;
+
+    /// Removes and returns at most `limit` leases that expired before
+    /// `now_ms`. Two replicas claiming at once never get the same lease.
+    async fn claim_expired(
+        &self,
+        now_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<ExpiredLease>, StoreError>;
 }
 
 /// A push config as stored: the v1.0 config and the protocol version it was

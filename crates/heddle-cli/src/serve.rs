@@ -105,6 +105,17 @@ pub struct ServeArgs {
     /// `http://127.0.0.1:4318`), and join callers' W3C trace context.
     #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
     otlp_endpoint: Option<String>,
+    /// Run as one replica of several: share task events with the others
+    /// over NATS JetStream at this URL (`nats://HOST:4222`), so streams
+    /// resume on any replica and cancels reach the one running the task.
+    /// With a PostgreSQL `--store`, replicas also lease the tasks they run,
+    /// and end a dead replica's tasks FAILED.
+    #[arg(long, env = "HEDDLE_EVENTS")]
+    events: Option<String>,
+    /// How long a replica's lease on a running task lasts unless renewed,
+    /// in seconds: a dead replica's tasks end within about this long.
+    #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    lease_secs: u64,
 }
 
 /// How log lines are written ([`ServeArgs::log_format`]).
@@ -167,6 +178,36 @@ async fn open_store(
             heddle_store::redact_url(other)
         ),
     }
+}
+
+/// This replica's place among the others: the NATS bus at `url` and, when
+/// the store is shared (it keeps leases), the leases of running tasks.
+async fn cluster(
+    url: &str,
+    store: &Arc<dyn TaskStore>,
+    lease_secs: u64,
+) -> anyhow::Result<Arc<heddle_server::cluster::Cluster>> {
+    let bus = heddle_nats::NatsBus::connect(url, heddle_nats::NatsOptions::default())
+        .await
+        .with_context(|| format!("connecting --events {}", heddle_store::redact_url(url)))?;
+    let mut cluster = heddle_server::cluster::Cluster::new(Arc::new(bus));
+    match store.clone().lease_store() {
+        Some(leases) => {
+            let ttl = std::time::Duration::from_secs(lease_secs);
+            cluster = cluster.with_leases(
+                leases,
+                heddle_server::cluster::LeaseTimes {
+                    ttl,
+                    reap_every: (ttl / 3).max(std::time::Duration::from_millis(200)),
+                },
+            );
+        }
+        None => tracing::warn!(
+            "--events without a shared store: events are shared, but tasks are not leased \
+             (use a PostgreSQL --store for several replicas)"
+        ),
+    }
+    Ok(Arc::new(cluster))
 }
 
 /// Whether a `--store` value names a PostgreSQL database.
@@ -239,12 +280,20 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let signer = args.security.signer(&public_url)?;
     let limits = args.limits.handler_limits();
     let conn_limits = args.limits.conn_limits()?;
+    let store_for_leases = store.clone();
     let mut builder = Hub::builder(&public_url, store)
         .limits(limits)
         .caller_limits(args.limits.caller_limits())
         .bindings(bindings);
     if let Some(observer) = telemetry.observer() {
         builder = builder.observer(observer);
+    }
+    let cluster = match &args.events {
+        Some(url) => Some(cluster(url, &store_for_leases, args.lease_secs).await?),
+        None => None,
+    };
+    if let Some(cluster) = &cluster {
+        builder = builder.cluster(cluster.clone());
     }
     if let Some(addr) = grpc_addr {
         builder = builder.grpc_url(match tls {
@@ -329,6 +378,19 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         "  admin API      {public_url}/api/v1/admin/agents (token in {}; `heddle agents` uses it)",
         token_file.display()
     );
+    if let (Some(cluster), Some(url)) = (&cluster, &args.events) {
+        cluster.start();
+        println!(
+            "  events         {} (replica {}{})",
+            heddle_store::redact_url(url),
+            cluster.replica(),
+            if cluster.leases_tasks() {
+                format!("; task leases of {} s", args.lease_secs)
+            } else {
+                String::new()
+            }
+        );
+    }
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
@@ -368,6 +430,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let signal = async {
         shutdown().await;
+        if let Some(cluster) = &cluster {
+            cluster.stop();
+        }
         let _ = stop_tx.send(true);
     };
     let (http, grpc, ()) = tokio::join!(http, grpc, signal);

@@ -13,6 +13,8 @@ mod common;
 mod postgres;
 #[path = "serve/remote.rs"]
 mod remote;
+#[path = "serve/replicas.rs"]
+mod replicas;
 
 use common::Server;
 

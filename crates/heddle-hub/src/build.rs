@@ -298,6 +298,9 @@ impl Shared {
         if let Some(gate) = &gate {
             handler = handler.gate(gate.clone());
         }
+        if let Some(cluster) = &self.cluster {
+            handler = handler.cluster(cluster.clone());
+        }
         if let Some(limit) = &rate_limit {
             // The handler this one replaces, whose counts it may keep.
             let previous = self.live.get(&id);

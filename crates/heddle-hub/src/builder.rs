@@ -34,6 +34,7 @@ pub struct HubBuilder {
     remote: RemoteSettings,
     metrics_access: crate::MetricsAccess,
     observer: Option<Arc<dyn heddle_server::Observer>>,
+    cluster: Option<Arc<heddle_server::cluster::Cluster>>,
 }
 
 /// Why a hub could not be built.
@@ -81,6 +82,7 @@ impl HubBuilder {
             },
             metrics_access: crate::MetricsAccess::default(),
             observer: None,
+            cluster: None,
         }
     }
 
@@ -162,6 +164,18 @@ impl HubBuilder {
     #[must_use]
     pub fn observer(mut self, observer: Arc<dyn heddle_server::Observer>) -> Self {
         self.observer = Some(observer);
+        self
+    }
+
+    /// Makes the hub one replica of several sharing its store (PostgreSQL):
+    /// every agent's task events go to the other replicas over the
+    /// cluster's bus, streams resume on any replica, cancels reach the
+    /// replica running the task, and with leases a dead replica's tasks end
+    /// FAILED (see [`heddle_server::cluster`]). The caller starts the
+    /// cluster's loops ([`Cluster::start`](heddle_server::cluster::Cluster::start)).
+    #[must_use]
+    pub fn cluster(mut self, cluster: Arc<heddle_server::cluster::Cluster>) -> Self {
+        self.cluster = Some(cluster);
         self
     }
 
@@ -297,13 +311,19 @@ impl HubBuilder {
         } else {
             None
         };
-        match self
-            .store
-            .fail_interrupted(
-                "the server restarted while this task was running; send the request again",
-            )
-            .await
-        {
+        // With leases, the store's running tasks may be other replicas':
+        // the lease reaper ends a dead one's instead.
+        let leased = self.cluster.as_ref().is_some_and(|c| c.leases_tasks());
+        let recovered = if leased {
+            Ok(0)
+        } else {
+            self.store
+                .fail_interrupted(
+                    "the server restarted while this task was running; send the request again",
+                )
+                .await
+        };
+        match recovered {
             Ok(0) => {}
             Ok(n) => tracing::warn!(
                 tasks = n,
@@ -334,6 +354,7 @@ impl HubBuilder {
             hold_key,
             metrics_access: self.metrics_access,
             observer: self.observer,
+            cluster: self.cluster,
             mcp: crate::mcp::server::Pool::default(),
             changes: tokio::sync::Mutex::new(()),
             #[cfg(feature = "grpc")]

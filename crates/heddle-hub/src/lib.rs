@@ -202,6 +202,9 @@ pub(crate) struct Shared {
     pub(crate) metrics_access: MetricsAccess,
     /// Told what every agent does, beside `metrics` (`HubBuilder::observer`).
     pub(crate) observer: Option<Arc<dyn heddle_server::Observer>>,
+    /// The other replicas, when the hub is one of several
+    /// (`HubBuilder::cluster`).
+    pub(crate) cluster: Option<Arc<heddle_server::cluster::Cluster>>,
     /// The servers of the mcp agents.
     pub(crate) mcp: mcp::server::Pool,
     /// One registry change at a time: the store write and the table swap

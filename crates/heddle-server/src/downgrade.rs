@@ -11,19 +11,20 @@ use heddle_core::{A2aError, ErrorCode, v1};
 
 use crate::handler::EventStream;
 
-/// `events` converted by `convert`; the first event without a v0.3 form
-/// becomes an InvalidAgentResponse error, and the stream ends there.
+/// `events` converted by `convert`, each with its generation; the first
+/// event without a v0.3 form becomes an InvalidAgentResponse error, and the
+/// stream ends there.
 pub(crate) fn v03_events<T: Send + 'static>(
     events: EventStream,
     convert: fn(&v1::StreamResponse) -> Option<T>,
-) -> impl Stream<Item = Result<T, A2aError>> + Send + 'static {
+) -> impl Stream<Item = Result<(u64, T), A2aError>> + Send + 'static {
     futures::stream::unfold((events, false), move |(mut events, ended)| async move {
         if ended {
             return None;
         }
         let update = events.next().await?;
-        Some(match convert(&update) {
-            Some(event) => (Ok(event), (events, false)),
+        Some(match convert(&update.response) {
+            Some(event) => (Ok((update.generation, event)), (events, false)),
             None => (
                 Err(A2aError::new(
                     ErrorCode::InvalidAgentResponse,
@@ -46,10 +47,16 @@ mod tests {
         let good = v1::StreamResponse {
             payload: Some(v1::stream_response::Payload::Message(v1::Message::default())),
         };
+        let event = |response| {
+            Arc::new(crate::live::Event {
+                generation: 1,
+                response,
+            })
+        };
         let events: EventStream = Box::pin(futures::stream::iter([
-            Arc::new(good.clone()),
-            Arc::new(v1::StreamResponse::default()),
-            Arc::new(good),
+            event(good.clone()),
+            event(v1::StreamResponse::default()),
+            event(good),
         ]));
         let out: Vec<_> = v03_events(events, |e| e.payload.as_ref().map(|_| ()))
             .collect()

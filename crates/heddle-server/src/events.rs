@@ -55,7 +55,8 @@ impl TaskSink for LiveTask {
         self.create_if_needed(&mut st).await?;
         heddle_core::task::apply_artifact(&mut st.task.artifacts, &artifact, append);
         st.dirty = true;
-        self.emit(&st.task, || {
+        st.generation = st.generation.saturating_add(1);
+        self.emit(&st.task, st.generation, || {
             Payload::ArtifactUpdate(v1::TaskArtifactUpdateEvent {
                 task_id: self.id.clone(),
                 context_id: context_id.to_owned(),
@@ -87,7 +88,9 @@ impl TaskSink for LiveTask {
         st.replied = true;
         st.reply = Some(Box::new(message.clone()));
         st.settled_gen += 1;
-        self.publish(|| Payload::Message(message));
+        // Not a task event: no generation, and nothing for other replicas
+        // (the caller waiting for it is on this one).
+        self.publish(0, || Payload::Message(message));
         self.settled.notify_waiters();
         Ok(())
     }
@@ -130,12 +133,17 @@ impl LiveTask {
         if st.created {
             return Ok(());
         }
+        let generation = st.generation.saturating_add(1);
         if st.persist_on_create {
-            self.store.save(&self.scope, &st.task).await?;
+            self.store
+                .save_at(&self.scope, &st.task, generation)
+                .await?;
         }
+        st.generation = generation;
         st.created = true;
         self.observe_created(st);
-        self.emit(&st.task, || Payload::Task(st.task.clone())).await;
+        self.emit(&st.task, generation, || Payload::Task(st.task.clone()))
+            .await;
         Ok(())
     }
 
@@ -196,8 +204,9 @@ impl LiveTask {
             st.task.history.push(m);
         }
         // Saved with the push deliveries of this event, when there are any.
+        let generation = st.generation.saturating_add(1);
         let saved = self
-            .save_and_emit(&st.task, || {
+            .save_and_emit(&st.task, generation, || {
                 Payload::StatusUpdate(v1::TaskStatusUpdateEvent {
                     task_id: self.id.clone(),
                     context_id: context_id.to_owned(),
@@ -215,6 +224,7 @@ impl LiveTask {
             st.task.status = old_status;
             return Err(e.into());
         }
+        st.generation = generation;
         st.dirty = false;
         if let Some(observer) = &self.observer {
             let old = old_status.as_ref();

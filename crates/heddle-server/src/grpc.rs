@@ -351,6 +351,9 @@ fn context(inc: &Incoming, service: ProtocolVersion) -> Result<CallContext, Stat
         legacy_task_id: None,
         peer: inc.peer,
         binding: Some(crate::Binding::Grpc),
+        resume_after: crate::jsonrpc::last_event_id(
+            inc.meta.get("last-event-id").map(|v| v.as_bytes()),
+        ),
     })
 }
 
@@ -394,13 +397,13 @@ fn within<T: Send + 'static>(deadline: Option<Instant>, stream: GrpcStream<T>) -
 }
 
 fn v1_stream(events: EventStream) -> GrpcStream<v1::StreamResponse> {
-    Box::pin(events.map(|u| Ok(Arc::unwrap_or_clone(u))))
+    Box::pin(events.map(|u| Ok(Arc::unwrap_or_clone(u).response)))
 }
 
 fn v03_stream(events: EventStream) -> GrpcStream<pb::StreamResponse> {
     Box::pin(
         crate::downgrade::v03_events(events, conv::stream_response_from_v1)
-            .map(|event| event.map_err(|e| status(&e))),
+            .map(|event| event.map(|(_, e)| e).map_err(|e| status(&e))),
     )
 }
 

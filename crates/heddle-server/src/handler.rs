@@ -12,6 +12,7 @@ mod gate;
 mod push_configs;
 mod queue;
 mod read;
+mod replica;
 mod send;
 mod stream;
 mod stream_slots;
@@ -83,6 +84,10 @@ pub struct CallContext {
     /// The binding the call came by (each binding fills it in), for an
     /// [`Observer`]; `None` for a call made in-process.
     pub binding: Option<crate::Binding>,
+    /// The generation of the last event a reconnecting client saw (the SSE
+    /// `Last-Event-ID` header, gRPC's `last-event-id` metadata):
+    /// SubscribeToTask then sends only the events after it.
+    pub resume_after: Option<u64>,
 }
 
 impl CallContext {
@@ -95,6 +100,7 @@ impl CallContext {
             legacy_task_id: None,
             peer: None,
             binding: None,
+            resume_after: None,
         }
     }
 
@@ -151,7 +157,7 @@ impl std::fmt::Debug for Reply {
     }
 }
 
-struct Inner {
+pub(crate) struct Inner {
     agent_id: String,
     executor: Arc<dyn AgentExecutor>,
     store: Arc<dyn TaskStore>,
@@ -174,6 +180,7 @@ struct Inner {
     agent_urls: Box<[String]>,
     max_hops: u32,
     observer: Option<Arc<dyn Observer>>,
+    cluster: Option<Arc<crate::cluster::Cluster>>,
 }
 
 /// A [`RequestHandler`] being put together (see [`RequestHandler::builder`]).
@@ -195,6 +202,7 @@ pub struct HandlerBuilder {
     gate: Option<gate::SharedGate>,
     max_hops: u32,
     observer: Option<Arc<dyn Observer>>,
+    cluster: Option<Arc<crate::cluster::Cluster>>,
 }
 
 impl HandlerBuilder {
@@ -298,6 +306,16 @@ impl HandlerBuilder {
         self
     }
 
+    /// Makes the handler one replica of several sharing its store: its
+    /// task events go to the others over the cluster's bus, subscribers get
+    /// the events of tasks other replicas run, cancels reach the replica
+    /// running the task, and (with leases) a dead replica's tasks end
+    /// (see [`crate::cluster`]).
+    pub fn cluster(mut self, cluster: Arc<crate::cluster::Cluster>) -> Self {
+        self.cluster = Some(cluster);
+        self
+    }
+
     /// The handler.
     pub fn build(self) -> RequestHandler {
         let streams = self.streams.unwrap_or_else(|| {
@@ -314,7 +332,8 @@ impl HandlerBuilder {
             .collect();
         let agent_url: Arc<str> = agent_urls.first().map_or("", String::as_str).into();
         live.observer = self.observer.clone();
-        RequestHandler {
+        live.cluster = self.cluster.clone();
+        let handler = RequestHandler {
             inner: Arc::new(Inner {
                 agent_id: self.agent_id,
                 executor: self.executor,
@@ -335,8 +354,13 @@ impl HandlerBuilder {
                 agent_urls,
                 max_hops: self.max_hops,
                 observer: self.observer,
+                cluster: self.cluster,
             }),
+        };
+        if let Some(cluster) = &handler.inner.cluster {
+            cluster.register(&handler);
         }
+        handler
     }
 }
 
@@ -344,6 +368,16 @@ impl HandlerBuilder {
 #[derive(Clone)]
 pub struct RequestHandler {
     inner: Arc<Inner>,
+}
+
+impl RequestHandler {
+    pub(crate) fn downgrade(&self) -> std::sync::Weak<Inner> {
+        Arc::downgrade(&self.inner)
+    }
+
+    pub(crate) fn upgrade(weak: &std::sync::Weak<Inner>) -> Option<Self> {
+        weak.upgrade().map(|inner| Self { inner })
+    }
 }
 
 impl std::fmt::Debug for RequestHandler {
@@ -420,6 +454,7 @@ impl RequestHandler {
             gate: None,
             max_hops: heddle_api::delegation::DEFAULT_MAX_HOPS,
             observer: None,
+            cluster: None,
         }
     }
 
@@ -626,8 +661,18 @@ impl RequestHandler {
         Ok(())
     }
 
-    /// At start-up: fail tasks a previous process left running.
+    /// At start-up: fail tasks a previous process left running. A replica
+    /// whose cluster leases tasks leaves that to the lease reaper (the
+    /// store's running tasks may be other replicas').
     pub async fn recover(&self) -> Result<u64, A2aError> {
+        if self
+            .inner
+            .cluster
+            .as_ref()
+            .is_some_and(|c| c.leases_tasks())
+        {
+            return Ok(0);
+        }
         self.inner
             .store
             .fail_interrupted(

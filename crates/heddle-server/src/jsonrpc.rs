@@ -48,6 +48,15 @@ pub(crate) struct Envelope {
     pub caller: Caller,
     /// The client's address (see [`CallContext::peer`]).
     pub peer: Option<std::net::IpAddr>,
+    /// `Last-Event-ID` (see [`CallContext::resume_after`]).
+    pub resume_after: Option<u64>,
+}
+
+/// The generation a reconnecting SSE client names in `Last-Event-ID` (or
+/// gRPC metadata of that name). Our event ids are decimal generations; any
+/// other value is not ours and is ignored.
+pub(crate) fn last_event_id(value: Option<&[u8]>) -> Option<u64> {
+    std::str::from_utf8(value?).ok()?.trim().parse().ok()
 }
 
 /// Who is calling: the caller an authentication layer put in the request,
@@ -102,6 +111,7 @@ impl Envelope {
             extensions,
             caller: who.caller.unwrap_or_default(),
             peer: who.peer,
+            resume_after: last_event_id(headers.get("last-event-id").map(|v| v.as_bytes())),
         }
     }
 }
@@ -421,6 +431,7 @@ fn start<'a>(handler: &'a RequestHandler, env: &Envelope, item: Item, in_batch: 
         legacy_task_id: decoded.legacy_task_id,
         peer: env.peer,
         binding: Some(crate::Binding::JsonRpc),
+        resume_after: env.resume_after,
     };
     Start::Running(Started {
         call: handler.handle(cx, decoded.call),
@@ -487,13 +498,18 @@ fn sse_error(id: Id, err: &A2aError) -> Response {
 /// The SSE response for a stream of task events.
 fn sse(id: Id, version: ProtocolVersion, stream: crate::handler::EventStream) -> Response {
     match version {
-        ProtocolVersion::V1_0 => crate::sse::response(
-            stream.map(move |update| crate::sse::event(&RpcResponse::result(id.clone(), &*update))),
-        ),
+        ProtocolVersion::V1_0 => crate::sse::response(stream.map(move |update| {
+            crate::sse::task_event(
+                update.generation,
+                &RpcResponse::result(id.clone(), &update.response),
+            )
+        })),
         ProtocolVersion::V0_3 => {
             let events = crate::downgrade::v03_events(stream, v03::StreamEvent::from_v1);
             crate::sse::response(events.map(move |event| match event {
-                Ok(ev) => crate::sse::event(&RpcResponse::result(id.clone(), &ev)),
+                Ok((generation, ev)) => {
+                    crate::sse::task_event(generation, &RpcResponse::result(id.clone(), &ev))
+                }
                 Err(e) => crate::sse::event(&RpcResponse::error(id.clone(), &e)),
             }))
         }

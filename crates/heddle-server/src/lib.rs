@@ -61,6 +61,7 @@
 pub mod agent;
 pub mod binding;
 pub mod card;
+pub mod cluster;
 mod downgrade;
 mod events;
 #[cfg(feature = "grpc")]
@@ -94,6 +95,7 @@ pub use handler::{
     PriorityFn, Reply, RequestHandler, SendAtGate, SendGate, StreamSlots,
 };
 pub use heddle_api::delegation;
+pub use live::{Event, Update};
 pub use observe::Observer;
 pub use push::{PushNotifier, PushOptions, PushPolicy};
 pub use server::{AgentRoutes, CARD_PATHS, card_router, lenient_paths, normalize_path};

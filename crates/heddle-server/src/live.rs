@@ -20,10 +20,34 @@ use heddle_store::{Scope, StoreError, TaskStore};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use crate::{observe::Observer, push::PushNotifier};
+use crate::{cluster::Cluster, observe::Observer, push::PushNotifier};
+
+/// One event of a task, as subscribers and other replicas get it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    /// The task's generation after this event: its count of applied events,
+    /// one more per event (0 for what is not a task event: a direct message
+    /// reply, or a snapshot of a store that keeps no generations). Streams
+    /// send it as the SSE `id`, which a client resumes from.
+    pub generation: u64,
+    /// The event.
+    pub response: v1::StreamResponse,
+}
+
+impl Event {
+    /// `payload` at `generation`.
+    pub fn new(generation: u64, payload: v1::stream_response::Payload) -> Self {
+        Self {
+            generation,
+            response: v1::StreamResponse {
+                payload: Some(payload),
+            },
+        }
+    }
+}
 
 /// One event as broadcast to subscribers (shared, encoded per subscriber).
-pub type Update = Arc<v1::StreamResponse>;
+pub type Update = Arc<Event>;
 
 /// Events buffered per task for slow subscribers before they lag and resync
 /// (a lagging subscriber gets a fresh snapshot, which carries every artifact
@@ -58,6 +82,11 @@ pub(crate) struct LiveState {
     /// The execution waits for a place ([`crate::Concurrency`]); the
     /// executor has not seen it, so a cancel ends the task itself.
     pub queued: bool,
+    /// The task's count of applied events (see [`Event::generation`]).
+    pub generation: u64,
+    /// Another replica runs the task and this one mirrors its events
+    /// ([`crate::cluster`]) for its own subscribers.
+    pub mirrored: bool,
 }
 
 /// A task with its lock, fan-out channel and cancellation signal.
@@ -79,6 +108,8 @@ pub(crate) struct LiveTask {
     pub push: Option<PushNotifier>,
     /// Told of the task's creation and state changes, when the handler has one.
     pub observer: Option<Arc<dyn Observer>>,
+    /// The replicas this one shares events with, when there are others.
+    pub cluster: Option<Arc<Cluster>>,
 }
 
 impl std::fmt::Debug for LiveTask {
@@ -105,11 +136,10 @@ impl LiveTask {
 
     fn new(
         scope: Scope,
-        task: v1::Task,
+        (task, generation): (v1::Task, u64),
         created: bool,
         store: Arc<dyn TaskStore>,
-        push: Option<PushNotifier>,
-        observer: Option<Arc<dyn Observer>>,
+        tasks: &LiveTasks,
     ) -> Self {
         Self {
             scope,
@@ -124,86 +154,111 @@ impl LiveTask {
                 dirty: false,
                 abort: None,
                 queued: false,
+                generation,
+                mirrored: false,
             }),
             tx: std::sync::OnceLock::new(),
             cancel: CancellationToken::new(),
             running: AtomicBool::new(false),
             settled: tokio::sync::Notify::new(),
             store,
-            push,
-            observer,
+            push: tasks.push.clone(),
+            observer: tasks.observer.clone(),
+            cluster: tasks.cluster.clone(),
         }
     }
 
-    /// Broadcasts like [`publish`](Self::publish) and, when the task has push
-    /// configs, records a delivery of the event for each (`task` is the task
-    /// after the event). Called under the task's lock, so deliveries are
-    /// recorded in event order.
+    /// Gives the task's `generation`-th event to its subscribers, to the
+    /// other replicas and, when the task has push configs, to the push
+    /// outbox (`task` is the task after the event). Called under the task's
+    /// lock, so every listener gets events in order. The event is only
+    /// built when someone takes it: an unwatched task of a single server
+    /// costs no copies.
     pub async fn emit(
         &self,
         task: &v1::Task,
+        generation: u64,
         update: impl FnOnce() -> v1::stream_response::Payload,
     ) {
-        let Some(push) = self.armed_push() else {
-            self.publish(update);
+        let push = self.armed_push();
+        if push.is_none() && self.cluster.is_none() {
+            self.publish(generation, update);
             return;
-        };
-        let event = v1::StreamResponse {
-            payload: Some(update()),
-        };
+        }
+        let event = Arc::new(Event::new(generation, update()));
         self.broadcast(&event);
-        push.enqueue(&self.scope, task, &event).await;
+        if let Some(push) = push {
+            push.enqueue(&self.scope, task, &event.response).await;
+        }
+        self.share(&event).await;
     }
 
-    /// Persists `task` after a status change, with the deliveries of its
-    /// event in the same store write when it has push configs (and the
-    /// push store is the task store), then broadcasts the event. Nothing is
-    /// broadcast if the store refuses.
+    /// Persists `task` after a status change, its `generation`-th event,
+    /// with the deliveries of the event in the same store write when it has
+    /// push configs (and the push store is the task store), then gives the
+    /// event to subscribers and other replicas. Nothing is given if the
+    /// store refuses.
     pub async fn save_and_emit(
         &self,
         task: &v1::Task,
+        generation: u64,
         update: impl FnOnce() -> v1::stream_response::Payload,
     ) -> Result<(), StoreError> {
         let Some(push) = self.armed_push() else {
-            self.store.save(&self.scope, task).await?;
-            self.publish(update);
+            self.store.save_at(&self.scope, task, generation).await?;
+            if self.cluster.is_none() {
+                self.publish(generation, update);
+            } else {
+                let event = Arc::new(Event::new(generation, update()));
+                self.broadcast(&event);
+                self.share(&event).await;
+            }
             return Ok(());
         };
-        let event = v1::StreamResponse {
-            payload: Some(update()),
-        };
-        let items = push.deliveries(&self.scope, task, &event).await;
+        let event = Arc::new(Event::new(generation, update()));
+        let items = push.deliveries(&self.scope, task, &event.response).await;
         self.store
-            .save_with_deliveries(&self.scope, task, items, push.store())
+            .save_with_deliveries(&self.scope, task, generation, items, push.store())
             .await?;
         self.broadcast(&event);
         push.recorded(&self.scope, task);
+        self.share(&event).await;
         Ok(())
     }
 
+    /// The notifier, when the task may have push configs. A replica knows
+    /// only the configs made on it, so one of several asks the store
+    /// (shared by all) at every event.
     fn armed_push(&self) -> Option<&PushNotifier> {
         self.push
             .as_ref()
-            .filter(|p| p.is_armed(&self.scope, &self.id))
+            .filter(|p| self.cluster.is_some() || p.is_armed(&self.scope, &self.id))
     }
 
-    fn broadcast(&self, event: &v1::StreamResponse) {
+    /// To this server's subscribers.
+    pub(crate) fn broadcast(&self, event: &Update) {
         if let Some(tx) = self.tx.get()
             && tx.receiver_count() > 0
         {
-            let _ = tx.send(Arc::new(event.clone()));
+            let _ = tx.send(event.clone());
         }
     }
 
-    /// Broadcasts to current subscribers. The event is only built when
-    /// someone listens: a blocking send of an unwatched task costs no copies.
-    pub fn publish(&self, update: impl FnOnce() -> v1::stream_response::Payload) {
+    /// To the other replicas, when there are any.
+    pub(crate) async fn share(&self, event: &Event) {
+        if let Some(cluster) = &self.cluster {
+            cluster.publish(&self.scope, &self.id, event).await;
+        }
+    }
+
+    /// Broadcasts to this server's subscribers only. The event is only
+    /// built when someone listens: a blocking send of an unwatched task
+    /// costs no copies.
+    pub fn publish(&self, generation: u64, update: impl FnOnce() -> v1::stream_response::Payload) {
         if let Some(tx) = self.tx.get()
             && tx.receiver_count() > 0
         {
-            let _ = tx.send(Arc::new(v1::StreamResponse {
-                payload: Some(update()),
-            }));
+            let _ = tx.send(Arc::new(Event::new(generation, update())));
         }
     }
 }
@@ -216,6 +271,8 @@ pub(crate) struct LiveTasks {
     pub push: Option<PushNotifier>,
     /// Given to every task made live.
     pub observer: Option<Arc<dyn Observer>>,
+    /// Given to every task made live.
+    pub cluster: Option<Arc<Cluster>>,
 }
 
 /// A subscription taken under the registry lock: the task and a receiver
@@ -273,14 +330,7 @@ impl LiveTasks {
         store: Arc<dyn TaskStore>,
         subscribe: bool,
     ) -> Attached {
-        let live = Arc::new(LiveTask::new(
-            scope,
-            task,
-            false,
-            store,
-            self.push.clone(),
-            self.observer.clone(),
-        ));
+        let live = Arc::new(LiveTask::new(scope, (task, 0), false, store, self));
         let rx = subscribe.then(|| live.subscribe());
         self.lock().insert(live.id.clone(), live.clone());
         Attached { live, rx }
@@ -299,7 +349,7 @@ impl LiveTasks {
             return a;
         }
         let task = store
-            .load(scope, id)
+            .load_at(scope, id)
             .await
             .map_err(crate::handler::store_err)?
             .ok_or_else(|| A2aError::task_not_found(id))?;
@@ -313,8 +363,7 @@ impl LiveTasks {
                     task,
                     true,
                     store.clone(),
-                    self.push.clone(),
-                    self.observer.clone(),
+                    self,
                 ))
             })
             .clone();

@@ -10,6 +10,7 @@
 //! are escaped), so one `data:` line carries it whole.
 
 use std::{
+    io::Write as _,
     pin::Pin,
     task::{Context, Poll, ready},
     time::Duration,
@@ -41,6 +42,24 @@ pub(crate) fn event<T: Serialize + ?Sized>(value: &T) -> Bytes {
     out.extend_from_slice(b"data: ");
     if serde_json::to_writer(&mut out, value).is_err() {
         out.truncate(b"data: ".len());
+    }
+    out.extend_from_slice(b"\n\n");
+    Bytes::from(out)
+}
+
+/// A task event: [`event`] with an `id:` line holding the task's
+/// `generation` (none for 0), which a client that reconnects sends back as
+/// `Last-Event-ID` to resume after it.
+pub(crate) fn task_event<T: Serialize + ?Sized>(generation: u64, value: &T) -> Bytes {
+    if generation == 0 {
+        return event(value);
+    }
+    let mut out = Vec::with_capacity(1024);
+    // Writing to a Vec cannot fail.
+    let _ = write!(out, "id: {generation}\ndata: ");
+    let start = out.len();
+    if serde_json::to_writer(&mut out, value).is_err() {
+        out.truncate(start);
     }
     out.extend_from_slice(b"\n\n");
     Bytes::from(out)
@@ -113,6 +132,14 @@ mod tests {
             &e[..],
             b"data: {\"text\":\"two\\nlines \\\"quoted\\\"\"}\n\n".as_slice()
         );
+    }
+
+    #[test]
+    fn a_task_event_names_its_generation_as_the_event_id() {
+        let e = task_event(42, &serde_json::json!({"a": 1}));
+        assert_eq!(&e[..], b"id: 42\ndata: {\"a\":1}\n\n".as_slice());
+        let none = task_event(0, &serde_json::json!({"a": 1}));
+        assert_eq!(&none[..], b"data: {\"a\":1}\n\n".as_slice());
     }
 
     #[tokio::test]

@@ -79,7 +79,7 @@ async fn stream_all(chunks: usize) -> Vec<v1::StreamResponse> {
         .await
         .expect("the stream ends")
         .into_iter()
-        .map(|u| v1::StreamResponse::clone(&u))
+        .map(|u| u.response.clone())
         .collect()
 }
 

@@ -435,7 +435,7 @@ pub async fn task_store(store: &dyn TaskStore) {
     let sent = delivery(&alice, "with-push", 9);
     must(
         store
-            .save_with_deliveries(&alice, &t, vec![sent.clone()], &outbox)
+            .save_with_deliveries(&alice, &t, 0, vec![sent.clone()], &outbox)
             .await,
         "save_with_deliveries",
     );
@@ -716,7 +716,7 @@ pub async fn shared_outbox<S: TaskStore + PushStore>(store: &S) {
     let sent = delivery(&alice, "t3", 9);
     must(
         store
-            .save_with_deliveries(&alice, &t, vec![sent.clone()], store)
+            .save_with_deliveries(&alice, &t, 0, vec![sent.clone()], store)
             .await,
         "save_with_deliveries",
     );
@@ -803,6 +803,43 @@ pub async fn registry_store(store: &dyn crate::RegistryStore) {
     );
 }
 
+/// Generations ([`TaskStore::save_at`], [`TaskStore::load_at`]), for a store
+/// that keeps them (memory, SQLite and PostgreSQL do): a task comes back
+/// with the generation it was saved at, a plain `save` keeps it, and a
+/// later one replaces it. Another caller's scope sees nothing.
+pub async fn generations(store: &dyn TaskStore) {
+    let alice = Scope::new("agent", "alice");
+    let mut task = full_task();
+    task.id = "generations".into();
+    must(store.save_at(&alice, &task, 3).await, "save_at");
+    let loaded = must(store.load_at(&alice, &task.id).await, "load_at");
+    assert_eq!(
+        loaded.as_ref().map(|(t, g)| (t.id.as_str(), *g)),
+        Some(("generations", 3)),
+        "store contract: load_at gives the generation save_at wrote"
+    );
+    must(store.save(&alice, &task).await, "save");
+    assert_eq!(
+        must(store.load_at(&alice, &task.id).await, "load_at").map(|(_, g)| g),
+        Some(3),
+        "store contract: a plain save keeps the stored generation"
+    );
+    must(store.save_at(&alice, &task, 5).await, "save_at");
+    assert_eq!(
+        must(store.load_at(&alice, &task.id).await, "load_at").map(|(_, g)| g),
+        Some(5),
+        "store contract: a later generation replaces the stored one"
+    );
+    assert!(
+        must(
+            store.load_at(&Scope::new("agent", "bob"), &task.id).await,
+            "load_at"
+        )
+        .is_none(),
+        "store contract: load_at is scoped to the caller"
+    );
+}
+
 /// The memory and SQLite stores, each part of the contract on a fresh store.
 #[cfg(test)]
 mod runs {
@@ -836,6 +873,12 @@ mod runs {
                 async fn shared_outbox() {
                     let (_keep, store) = $make;
                     crate::contract::shared_outbox(&store).await;
+                }
+
+                #[tokio::test]
+                async fn generations() {
+                    let (_keep, store) = $make;
+                    crate::contract::generations(&store).await;
                 }
             }
         };

@@ -38,6 +38,8 @@ mod page;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "postgres")]
+mod postgres_lease;
+#[cfg(feature = "postgres")]
 mod postgres_ledger;
 #[cfg(feature = "postgres")]
 mod postgres_push;
@@ -57,9 +59,9 @@ mod sqlite_push;
 mod sqlite_registry;
 
 pub use heddle_api::{
-    Account, AgentRecord, Delivery, DeliveryOutcome, Entry, LedgerStore, ListPage, ListQuery,
-    NewDelivery, NewReservation, PushConfigRecord, PushStore, RegistryStore, Reservation, Reserved,
-    Scope, Settlement, StoreError, TaskStore, valid_currency,
+    Account, AgentRecord, Delivery, DeliveryOutcome, Entry, ExpiredLease, LeaseStore, LedgerStore,
+    ListPage, ListQuery, NewDelivery, NewReservation, PushConfigRecord, PushStore, RegistryStore,
+    Reservation, Reserved, Scope, Settlement, StoreError, TaskStore, valid_currency,
 };
 pub use memory::{DEFAULT_MEMORY_MAX_BYTES, MemoryLimits, MemoryStore};
 pub use page::{PageToken, sort_key};

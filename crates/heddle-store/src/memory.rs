@@ -90,6 +90,8 @@ struct Entry {
     bytes: usize,
     /// The generation of this task's live queue entry, if it is terminal.
     terminal_gen: Option<u64>,
+    /// The task's own generation as last saved (`TaskStore::save_at`).
+    saved_at: u64,
 }
 
 /// The bytes a task counts against [`MemoryLimits::max_bytes`]: its
@@ -323,6 +325,30 @@ impl TaskStore for MemoryStore {
     }
 
     async fn save(&self, scope: &Scope, task: &v1::Task) -> Result<(), StoreError> {
+        self.save_at(scope, task, 0).await
+    }
+
+    async fn load_at(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+    ) -> Result<Option<(v1::Task, u64)>, StoreError> {
+        let inner = self.lock();
+        Ok(inner
+            .agents
+            .get(&scope.agent)
+            .and_then(|m| m.get(task_id))
+            .filter(|e| e.owner == scope.owner)
+            .map(|e| (e.task.clone(), e.saved_at)))
+    }
+
+    /// A plain `save` (generation 0) keeps the generation it finds.
+    async fn save_at(
+        &self,
+        scope: &Scope,
+        task: &v1::Task,
+        generation: u64,
+    ) -> Result<(), StoreError> {
         let now = Instant::now();
         let bytes = entry_bytes(&scope.owner, task);
         let terminal = is_terminal(task);
@@ -353,6 +379,7 @@ impl TaskStore for MemoryStore {
             Some(e) => {
                 e.task.clone_from(task);
                 e.bytes = bytes;
+                e.saved_at = e.saved_at.max(generation);
             }
             None => {
                 tasks.insert(
@@ -362,6 +389,7 @@ impl TaskStore for MemoryStore {
                         task: task.clone(),
                         bytes,
                         terminal_gen: None,
+                        saved_at: generation,
                     },
                 );
             }

@@ -40,14 +40,19 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres")
 /// upsert from a different owner matches the conflict but not the `WHERE`,
 /// so it changes nothing. One statement, so concurrent saves from several
 /// replicas never interleave within a row.
-const UPSERT: &str = "INSERT INTO tasks (agent, id, owner, context_id, state, status_ms, body)
-    VALUES ($1, $2, $3, $4, $5, $6, $7)
+/// Generation 0 (a plain `save`) writes whatever is stored; a later
+/// generation never goes back.
+const UPSERT: &str =
+    "INSERT INTO tasks (agent, id, owner, context_id, state, status_ms, body, generation)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
     ON CONFLICT (agent, id) DO UPDATE SET
         context_id = EXCLUDED.context_id,
         state = EXCLUDED.state,
         status_ms = EXCLUDED.status_ms,
-        body = EXCLUDED.body
-    WHERE tasks.owner = EXCLUDED.owner";
+        body = EXCLUDED.body,
+        generation = GREATEST(tasks.generation, EXCLUDED.generation)
+    WHERE tasks.owner = EXCLUDED.owner
+        AND (EXCLUDED.generation = 0 OR tasks.generation <= EXCLUDED.generation)";
 
 /// How to connect a [`PostgresStore`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -202,12 +207,18 @@ fn decode(id: &str, body: &[u8]) -> Result<v1::Task, StoreError> {
     v1::Task::decode(body).map_err(|e| corrupt(id, e))
 }
 
-/// Binds the task row of `task` in `scope` to [`UPSERT`] and runs it.
-async fn upsert<'c, E>(exec: E, scope: &Scope, task: &v1::Task) -> Result<(), StoreError>
+/// Binds the task row of `task` in `scope` to [`UPSERT`] and runs it; a
+/// save at a generation older than the stored one is a conflict.
+async fn upsert<'c, E>(
+    exec: E,
+    scope: &Scope,
+    task: &v1::Task,
+    generation: u64,
+) -> Result<(), StoreError>
 where
     E: sqlx::Executor<'c, Database = Postgres>,
 {
-    sqlx::query(UPSERT)
+    let done = sqlx::query(UPSERT)
         .bind(&scope.agent)
         .bind(&task.id)
         .bind(&scope.owner)
@@ -215,9 +226,13 @@ where
         .bind(task.status.as_ref().map_or(0, |s| s.state))
         .bind(status_ms(task))
         .bind(task.encode_to_vec())
+        .bind(i64::try_from(generation).unwrap_or(i64::MAX))
         .execute(exec)
         .await
         .map_err(db)?;
+    if generation > 0 && done.rows_affected() == 0 {
+        return Err(StoreError::Conflict(task.id.clone()));
+    }
     Ok(())
 }
 
@@ -256,7 +271,41 @@ impl TaskStore for PostgresStore {
     }
 
     async fn save(&self, scope: &Scope, task: &v1::Task) -> Result<(), StoreError> {
-        upsert(&self.pool, scope, task).await
+        upsert(&self.pool, scope, task, 0).await
+    }
+
+    async fn save_at(
+        &self,
+        scope: &Scope,
+        task: &v1::Task,
+        generation: u64,
+    ) -> Result<(), StoreError> {
+        upsert(&self.pool, scope, task, generation).await
+    }
+
+    async fn load_at(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+    ) -> Result<Option<(v1::Task, u64)>, StoreError> {
+        let row = sqlx::query(
+            "SELECT body, generation FROM tasks WHERE agent = $1 AND id = $2 AND owner = $3",
+        )
+        .bind(&scope.agent)
+        .bind(task_id)
+        .bind(&scope.owner)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db)?;
+        row.map(|row| {
+            let body: Vec<u8> = row.try_get(0).map_err(|e| corrupt(task_id, e))?;
+            let generation: i64 = row.try_get(1).map_err(|e| corrupt(task_id, e))?;
+            Ok((
+                decode(task_id, &body)?,
+                u64::try_from(generation).unwrap_or(0),
+            ))
+        })
+        .transpose()
     }
 
     /// One transaction when `outbox` is this store (the server's usual
@@ -265,18 +314,19 @@ impl TaskStore for PostgresStore {
         &self,
         scope: &Scope,
         task: &v1::Task,
+        generation: u64,
         deliveries: Vec<NewDelivery>,
         outbox: &dyn PushStore,
     ) -> Result<(), StoreError> {
         if deliveries.is_empty() {
-            return self.save(scope, task).await;
+            return self.save_at(scope, task, generation).await;
         }
         if !std::ptr::addr_eq(self, outbox) {
-            self.save(scope, task).await?;
+            self.save_at(scope, task, generation).await?;
             return outbox.enqueue_deliveries(deliveries).await;
         }
         let mut tx = self.pool.begin().await.map_err(db)?;
-        upsert(&mut *tx, scope, task).await?;
+        upsert(&mut *tx, scope, task, generation).await?;
         crate::postgres_push::insert_deliveries(&mut tx, &deliveries).await?;
         tx.commit().await.map_err(db)
     }
@@ -341,9 +391,10 @@ impl TaskStore for PostgresStore {
     }
 
     /// In one transaction, with the live rows locked: a corrupt row leaves
-    /// every task untouched rather than half done. (With several replicas
-    /// this fails the tasks other live replicas are running too; leases,
-    /// which would tell them apart, are not built yet.)
+    /// every task untouched rather than half done. Replicas sharing the
+    /// database must not call this (it would fail the tasks the others are
+    /// running); they end a dead replica's tasks through its expired leases
+    /// ([`crate::LeaseStore`]) instead.
     async fn fail_interrupted(&self, reason: &str) -> Result<u64, StoreError> {
         let mut tx = self.pool.begin().await.map_err(db)?;
         let rows =
@@ -363,7 +414,8 @@ impl TaskStore for PostgresStore {
             }
             task.status = Some(interrupted_status(&task, reason));
             sqlx::query(
-                "UPDATE tasks SET state = $1, status_ms = $2, body = $3 WHERE agent = $4 AND id = $5",
+                "UPDATE tasks SET state = $1, status_ms = $2, body = $3, generation = generation + 1
+                 WHERE agent = $4 AND id = $5",
             )
             .bind(v1::TaskState::Failed as i32)
             .bind(status_ms(&task))
@@ -391,6 +443,11 @@ impl TaskStore for PostgresStore {
 
     /// The ledger tables beside `tasks` (`crate::postgres_ledger`).
     fn ledger_store(self: Arc<Self>) -> Option<Arc<dyn crate::LedgerStore>> {
+        Some(self)
+    }
+
+    /// The lease table beside `tasks` (`crate::postgres_lease`).
+    fn lease_store(self: Arc<Self>) -> Option<Arc<dyn crate::LeaseStore>> {
         Some(self)
     }
 }

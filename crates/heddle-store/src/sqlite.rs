@@ -68,6 +68,8 @@ const MIGRATIONS: &[&str] = &[
     crate::sqlite_ledger::MIGRATION,
     // 5: the trace context of each push delivery (crate::sqlite_push).
     crate::sqlite_push::TRACE_MIGRATION,
+    // 6: the generation each task was saved at (its count of applied events).
+    "ALTER TABLE tasks ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;",
 ];
 
 /// How long a connection waits on a lock held by another connection (e.g. a
@@ -102,13 +104,18 @@ const MAX_CHECKPOINT_RETRY: Duration = Duration::from_secs(30);
 /// Keeps the original owner and refuses to touch another owner's row: an
 /// upsert from a different owner matches the conflict but not the `WHERE`,
 /// so it changes nothing.
-const UPSERT: &str = "INSERT INTO tasks (agent, id, owner, context_id, state, status_ms, body)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+/// Generation 0 (a plain `save`) keeps the stored generation; a later one
+/// replaces it. One process writes a SQLite store, so a save is never
+/// older than the stored one.
+const UPSERT: &str =
+    "INSERT INTO tasks (agent, id, owner, context_id, state, status_ms, body, generation)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
     ON CONFLICT (agent, id) DO UPDATE SET
         context_id = excluded.context_id,
         state = excluded.state,
         status_ms = excluded.status_ms,
-        body = excluded.body
+        body = excluded.body,
+        generation = MAX(tasks.generation, excluded.generation)
     WHERE tasks.owner = excluded.owner";
 
 /// How to open a [`SqliteStore`].
@@ -206,6 +213,7 @@ struct TaskRow {
     state: i32,
     status_ms: i64,
     body: Vec<u8>,
+    generation: i64,
 }
 
 pub(crate) fn db(e: rusqlite::Error) -> StoreError {
@@ -710,7 +718,8 @@ fn save_row(conn: &Connection, row: &TaskRow) -> Result<u64, StoreError> {
             row.context_id,
             row.state,
             row.status_ms,
-            row.body
+            row.body,
+            row.generation
         ])
         .map_err(db)?;
     Ok(changed as u64)
@@ -737,7 +746,8 @@ fn fail_rows(tx: &rusqlite::Transaction<'_>, reason: &str) -> Result<u64, StoreE
     let result = (|| -> Result<u64, StoreError> {
         let mut update = tx
             .prepare_cached(
-                "UPDATE tasks SET state = ?1, status_ms = ?2, body = ?3 WHERE agent = ?4 AND id = ?5",
+                "UPDATE tasks SET state = ?1, status_ms = ?2, body = ?3, generation = generation + 1
+                 WHERE agent = ?4 AND id = ?5",
             )
             .map_err(db)?;
         let mut failed = 0;
@@ -936,8 +946,9 @@ fn run_list(conn: &mut Connection, sql: &ListSql, size: usize) -> Result<ListPag
     })
 }
 
-fn task_row(scope: &Scope, task: &v1::Task) -> TaskRow {
+fn task_row(scope: &Scope, task: &v1::Task, generation: u64) -> TaskRow {
     TaskRow {
+        generation: i64::try_from(generation).unwrap_or(i64::MAX),
         agent: scope.agent.clone(),
         id: task.id.clone(),
         owner: scope.owner.clone(),
@@ -969,9 +980,45 @@ impl TaskStore for SqliteStore {
     }
 
     async fn save(&self, scope: &Scope, task: &v1::Task) -> Result<(), StoreError> {
-        let row = task_row(scope, task);
+        self.save_at(scope, task, 0).await
+    }
+
+    async fn save_at(
+        &self,
+        scope: &Scope,
+        task: &v1::Task,
+        generation: u64,
+    ) -> Result<(), StoreError> {
+        let row = task_row(scope, task, generation);
         self.write(|reply| WriteOp::Save { row, reply }).await?;
         Ok(())
+    }
+
+    async fn load_at(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+    ) -> Result<Option<(v1::Task, u64)>, StoreError> {
+        let (agent, owner, id) = (scope.agent.clone(), scope.owner.clone(), task_id.to_owned());
+        self.readers
+            .with(move |conn| {
+                let mut stmt = conn
+                    .prepare_cached(
+                        "SELECT body, generation FROM tasks
+                         WHERE agent = ?1 AND id = ?2 AND owner = ?3",
+                    )
+                    .map_err(db)?;
+                let mut rows = stmt.query(params![agent, id, owner]).map_err(db)?;
+                match rows.next().map_err(db)? {
+                    Some(row) => {
+                        let task = decode(&id, blob(row, 0, &id)?)?;
+                        let generation: i64 = row.get(1).map_err(db)?;
+                        Ok(Some((task, u64::try_from(generation).unwrap_or(0))))
+                    }
+                    None => Ok(None),
+                }
+            })
+            .await
     }
 
     /// One transaction when `outbox` is this store (the server's usual
@@ -980,17 +1027,18 @@ impl TaskStore for SqliteStore {
         &self,
         scope: &Scope,
         task: &v1::Task,
+        generation: u64,
         deliveries: Vec<crate::NewDelivery>,
         outbox: &dyn PushStore,
     ) -> Result<(), StoreError> {
         if deliveries.is_empty() {
-            return self.save(scope, task).await;
+            return self.save_at(scope, task, generation).await;
         }
         if !std::ptr::addr_eq(self, outbox) {
-            self.save(scope, task).await?;
+            self.save_at(scope, task, generation).await?;
             return outbox.enqueue_deliveries(deliveries).await;
         }
-        let row = task_row(scope, task);
+        let row = task_row(scope, task, generation);
         self.exec(move |tx| {
             let saved = save_row(tx, &row)?;
             crate::sqlite_push::insert_deliveries(tx, &deliveries)?;
@@ -1334,8 +1382,8 @@ mod tests {
             .unwrap();
         let conn = Connection::open(dir.path().join("tasks.db")).unwrap();
         conn.execute_batch(
-            "INSERT INTO tasks VALUES ('agent', 'bad', 'alice', 'ctx', 2, 2, x'ffffffff');
-             INSERT INTO tasks VALUES ('agent', 'text', 'alice', 'ctx', 3, 3, 'not a blob');",
+            "INSERT INTO tasks VALUES ('agent', 'bad', 'alice', 'ctx', 2, 2, x'ffffffff', 0);
+             INSERT INTO tasks VALUES ('agent', 'text', 'alice', 'ctx', 3, 3, 'not a blob', 0);",
         )
         .unwrap();
         for id in ["bad", "text"] {

@@ -116,6 +116,12 @@ async fn contract_task_store() {
 }
 
 #[tokio::test]
+async fn contract_generations() {
+    let (_schema, store) = store_or_skip!("contract_generations");
+    contract::generations(&store).await;
+}
+
+#[tokio::test]
 async fn contract_push_store() {
     let (_schema, store) = store_or_skip!("contract_push_store");
     contract::push_store(&store).await;
@@ -512,4 +518,96 @@ async fn get_and_list_use_an_index() {
     let page = page.unwrap();
     assert_eq!(page.total_size, 200);
     assert_eq!(page.tasks.len(), 3);
+}
+
+fn working(id: &str) -> v1::Task {
+    v1::Task {
+        id: id.into(),
+        context_id: "c".into(),
+        status: Some(v1::TaskStatus {
+            state: v1::TaskState::Working as i32,
+            message: None,
+            timestamp: Some(Timestamp::now()),
+        }),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn a_save_never_goes_back_a_generation() {
+    let (_schema, store) = store_or_skip!("a_save_never_goes_back_a_generation");
+    let scope = Scope::new("agent", "alice");
+    let mut task = working("g1");
+    store.save_at(&scope, &task, 3).await.unwrap();
+    let (_, generation) = store.load_at(&scope, "g1").await.unwrap().unwrap();
+    assert_eq!(generation, 3);
+    // Another writer that read generation 2 and saves its 3rd is behind.
+    task.context_id = "stale".into();
+    assert!(matches!(
+        store.save_at(&scope, &task, 2).await,
+        Err(heddle_store::StoreError::Conflict(_))
+    ));
+    let (kept, _) = store.load_at(&scope, "g1").await.unwrap().unwrap();
+    assert_eq!(kept.context_id, "c");
+    // The same generation again (an artifact flush) and a later one are fine.
+    task.context_id = "c".into();
+    store.save_at(&scope, &task, 3).await.unwrap();
+    store.save_at(&scope, &task, 5).await.unwrap();
+    assert_eq!(store.load_at(&scope, "g1").await.unwrap().unwrap().1, 5);
+    // A plain save keeps the generation it finds.
+    store.save(&scope, &task).await.unwrap();
+    assert_eq!(store.load_at(&scope, "g1").await.unwrap().unwrap().1, 5);
+    // Another caller's scope sees nothing.
+    assert!(
+        store
+            .load_at(&Scope::new("agent", "bob"), "g1")
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn an_expired_lease_is_claimed_once_and_a_renewed_one_not_at_all() {
+    use heddle_store::LeaseStore;
+    let (_schema, store) =
+        store_or_skip!("an_expired_lease_is_claimed_once_and_a_renewed_one_not_at_all");
+    let other = _schema.store().await;
+    let scope = Scope::new("a", "alice");
+    store
+        .acquire_lease(&scope, "t1", "r1", 1_000)
+        .await
+        .unwrap();
+    store
+        .acquire_lease(&scope, "t2", "r1", 1_000)
+        .await
+        .unwrap();
+    store
+        .acquire_lease(&scope, "t3", "r2", 1_000)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.lease_holder("a", "t3").await.unwrap().as_deref(),
+        Some("r2")
+    );
+    // r2 is alive: its lease moves on; r1's two stay expired.
+    assert_eq!(store.renew_leases("r2", 10_000).await.unwrap(), 1);
+    // Two replicas claim at once: together they get r1's two, once each.
+    let (x, y) = tokio::join!(
+        store.claim_expired(5_000, 10),
+        other.claim_expired(5_000, 10)
+    );
+    let mut claimed: Vec<_> = x.unwrap().into_iter().chain(y.unwrap()).collect();
+    claimed.sort_by(|a, b| a.task_id.cmp(&b.task_id));
+    let ids: Vec<_> = claimed
+        .iter()
+        .map(|l| (l.task_id.as_str(), l.replica.as_str()))
+        .collect();
+    assert_eq!(ids, [("t1", "r1"), ("t2", "r1")]);
+    assert!(claimed.iter().all(|l| l.scope == scope));
+    assert!(store.claim_expired(5_000, 10).await.unwrap().is_empty());
+    // A released lease is never claimed; another replica's release is a no-op.
+    store.release_lease("a", "t3", "r1").await.unwrap();
+    store.release_lease("a", "t3", "r2").await.unwrap();
+    assert!(store.claim_expired(50_000, 10).await.unwrap().is_empty());
 }

@@ -8,7 +8,7 @@ use sqlx::{AssertSqlSafe, Connection as _};
 use super::{message, rpc, serve};
 
 /// The test database's URL, or `None` (after saying so) to skip.
-fn database(test: &str) -> Option<String> {
+pub(super) fn database(test: &str) -> Option<String> {
     match std::env::var("HEDDLE_TEST_POSTGRES_URL") {
         Ok(url) if !url.is_empty() => Some(url),
         _ => {
@@ -31,9 +31,9 @@ fn with_password(url: &str) -> Option<String> {
 }
 
 /// Drops the test's schema when the test ends, even by a panic.
-struct DropSchema {
-    url: String,
-    name: String,
+pub(super) struct DropSchema {
+    pub(super) url: String,
+    pub(super) name: String,
 }
 
 impl Drop for DropSchema {

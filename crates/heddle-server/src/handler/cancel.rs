@@ -19,12 +19,20 @@ impl RequestHandler {
         id: &str,
     ) -> Result<v1::Task, A2aError> {
         let scope = self.scope(&cx.caller);
+        // Run by another replica: that one cancels it.
+        if let Some(answer) = self.cancel_elsewhere(&scope, id).await {
+            return answer;
+        }
         let attached = self
             .inner
             .live
             .attach(&scope, id, &self.inner.store, false)
             .await?;
         let lease = self.inner.live.lease(attached);
+        if !lease.live.running.load(Ordering::Acquire) {
+            // What a dead replica published after its last save.
+            self.catch_up(&lease.live).await;
+        }
         self.cancel_live(&lease.live, &cx.caller).await
     }
 

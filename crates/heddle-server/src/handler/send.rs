@@ -177,13 +177,22 @@ impl RequestHandler {
                 st.persist_on_create = true;
             }
             if config.return_immediately && !stream && !st.created {
+                let generation = st.generation.saturating_add(1);
                 self.inner
                     .store
-                    .save(&live.scope, &st.task)
+                    .save_at(&live.scope, &st.task, generation)
                     .await
                     .map_err(store_err)?;
+                st.generation = generation;
                 st.created = true;
                 live.observe_created(&st);
+                if live.cluster.is_some() {
+                    let event = crate::live::Event::new(
+                        generation,
+                        v1::stream_response::Payload::Task(st.task.clone()),
+                    );
+                    live.share(&event).await;
+                }
             }
             st.settled_gen
         };
@@ -353,7 +362,7 @@ impl RequestHandler {
         next.history.push(message.clone());
         self.inner
             .store
-            .save(&live.scope, &next)
+            .save_at(&live.scope, &next, st.generation)
             .await
             .map_err(store_err)?;
         st.task = next;
@@ -378,6 +387,9 @@ impl RequestHandler {
         pass: Option<Box<dyn Pass>>,
     ) {
         live.running.store(true, Ordering::Release);
+        if let Some(cluster) = &self.inner.cluster {
+            cluster.acquire(&live.scope, &live.id).await;
+        }
         let slot = match admission {
             None => None,
             Some(Admission::Run(slot)) => Some(slot),
@@ -550,7 +562,14 @@ impl RequestHandler {
                     {
                         tracing::error!(task = %live.id, error = %e, "could not fail an abandoned task");
                     }
-                } else if st.dirty && self.inner.store.save(&live.scope, &st.task).await.is_ok() {
+                } else if st.dirty
+                    && self
+                        .inner
+                        .store
+                        .save_at(&live.scope, &st.task, st.generation)
+                        .await
+                        .is_ok()
+                {
                     st.dirty = false;
                 }
             }
@@ -561,6 +580,9 @@ impl RequestHandler {
                 pass.ended((!st.replied).then_some(&st.task));
             }
             live.running.store(false, Ordering::Release);
+        }
+        if let Some(cluster) = &self.inner.cluster {
+            cluster.release(&live.scope, &live.id).await;
         }
         self.inner.live.release(&live.id);
     }

@@ -12,7 +12,7 @@ use tokio::sync::broadcast::error::RecvError;
 use super::{CallContext, EventStream, RequestHandler, stream_slots::StreamSlot};
 use crate::{
     Binding,
-    live::{LiveTask, Update},
+    live::{Event, LiveTask, Update},
     observe::StreamEvent,
 };
 
@@ -27,7 +27,7 @@ impl RequestHandler {
         &self,
         live: Arc<LiveTask>,
         rx: tokio::sync::broadcast::Receiver<Update>,
-        first: Option<v1::Task>,
+        first: Option<Update>,
         permit: Option<StreamSlot>,
         opened: (&CallContext, Method),
     ) -> EventStream {
@@ -70,11 +70,6 @@ impl RequestHandler {
             _permit: permit,
             watch,
         };
-        let first = first.map(|t| {
-            Arc::new(v1::StreamResponse {
-                payload: Some(Payload::Task(t)),
-            })
-        });
         let s = futures::stream::unfold(
             (Some(rx), first, false, live, guard),
             |(rx, first, done, live, guard)| async move {
@@ -87,17 +82,17 @@ impl RequestHandler {
                 }
                 match rx.recv().await {
                     Ok(update) => {
-                        let end = is_final(&update);
+                        let end = is_final(&update.response);
                         let rx = if end { None } else { Some(rx) };
                         Some((update, (rx, None, end, live, guard)))
                     }
                     Err(RecvError::Lagged(_)) => {
                         // Too slow: resynchronise with a fresh snapshot.
-                        let task = live.state.lock().await.task.clone();
-                        let snap = Arc::new(v1::StreamResponse {
-                            payload: Some(Payload::Task(task)),
-                        });
-                        let end = is_final(&snap);
+                        let snap = {
+                            let st = live.state.lock().await;
+                            Arc::new(Event::new(st.generation, Payload::Task(st.task.clone())))
+                        };
+                        let end = is_final(&snap.response);
                         Some((
                             snap,
                             (if end { None } else { Some(rx) }, None, end, live, guard),
@@ -116,6 +111,9 @@ impl RequestHandler {
         cx: &CallContext,
         id: &str,
     ) -> Result<EventStream, A2aError> {
+        if let (Some(after), Some(_)) = (cx.resume_after, &self.inner.cluster) {
+            return self.resume(cx, id, after).await;
+        }
         let permit = self.stream_permit(cx)?;
         let scope = self.scope(&cx.caller);
         let attached = self
@@ -127,9 +125,9 @@ impl RequestHandler {
         let live = lease.live.clone();
         let snapshot = {
             let st = live.state.lock().await;
-            (st.created).then(|| st.task.clone())
+            (st.created).then(|| (st.task.clone(), st.generation))
         };
-        let Some(snapshot) = snapshot else {
+        let Some((snapshot, generation)) = snapshot else {
             return Err(A2aError::task_not_found(id));
         };
         let state = snapshot
@@ -148,13 +146,15 @@ impl RequestHandler {
         let Some(rx) = lease.take_rx() else {
             return Err(A2aError::internal("subscription was not created"));
         };
-        Ok(self.event_stream(
-            live,
-            rx,
-            Some(snapshot),
-            Some(permit),
-            (cx, Method::SubscribeToTask),
-        ))
+        // Another replica may run it: its events come over the bus.
+        self.mirror(&live).await;
+        // A client that saw the snapshot's generation already needs no
+        // snapshot (a single server resumes only from where it stands).
+        let first = (cx
+            .resume_after
+            .is_none_or(|after| after < generation || generation == 0))
+        .then(|| Arc::new(Event::new(generation, Payload::Task(snapshot))));
+        Ok(self.event_stream(live, rx, first, Some(permit), (cx, Method::SubscribeToTask)))
     }
 }
 

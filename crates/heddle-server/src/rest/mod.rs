@@ -133,6 +133,7 @@ fn context(
             legacy_task_id: None,
             peer: env.peer,
             binding: Some(crate::Binding::Rest),
+            resume_after: env.resume_after,
         }),
     }
 }

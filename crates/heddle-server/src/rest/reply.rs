@@ -93,13 +93,15 @@ fn send_response(payload: SendPayload) -> v1::SendMessageResponse {
 }
 
 fn sse_v1(stream: EventStream) -> Response {
-    crate::sse::response(stream.map(|update| crate::sse::event(&*update)))
+    crate::sse::response(
+        stream.map(|update| crate::sse::task_event(update.generation, &update.response)),
+    )
 }
 
 fn sse_v03(stream: EventStream) -> Response {
     let events = crate::downgrade::v03_events(stream, v03_proto::stream_response_from_v1);
     crate::sse::response(events.map(|event| match event {
-        Ok(ev) => crate::sse::event(&ev),
+        Ok((generation, ev)) => crate::sse::task_event(generation, &ev),
         Err(e) => {
             let e = crate::redact::for_caller(&e);
             crate::sse::event(&e.http_body_with_status(e.code.spec().http))

@@ -82,6 +82,7 @@ fn observed(streaming: bool) -> (RequestHandler, Arc<Recorder>) {
 fn over(binding: Binding, version: ProtocolVersion) -> CallContext {
     CallContext {
         binding: Some(binding),
+        resume_after: None,
         version,
         ..CallContext::anonymous()
     }

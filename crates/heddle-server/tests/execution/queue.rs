@@ -230,7 +230,7 @@ async fn a_queued_stream_opens_with_its_submitted_task_and_follows_it_once_it_ru
         .await
         .expect("the first event while queued")
         .expect("an event");
-    let Some(Payload::Task(task)) = &first.payload else {
+    let Some(Payload::Task(task)) = &first.response.payload else {
         panic!("the task first, not {first:?}")
     };
     assert_eq!(state(task), v1::TaskState::Submitted);
@@ -240,7 +240,7 @@ async fn a_queued_stream_opens_with_its_submitted_task_and_follows_it_once_it_ru
     let rest: Vec<_> = tokio::time::timeout(Duration::from_secs(5), events.collect::<Vec<_>>())
         .await
         .expect("the stream ends");
-    let last = rest.last().and_then(|e| match &e.payload {
+    let last = rest.last().and_then(|e| match &e.response.payload {
         Some(Payload::StatusUpdate(u)) => u.status.as_ref().map(v1::TaskStatus::state),
         _ => None,
     });

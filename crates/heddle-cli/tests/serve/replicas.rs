@@ -1,0 +1,330 @@
+//! Three `heddle serve` replicas on one PostgreSQL store and one NATS
+//! JetStream bus: a stream opened on one replica follows a task another
+//! runs, a cancel sent to a third reaches the runner, a replica killed with
+//! SIGKILL has its task ended FAILED within the lease time, and a client
+//! resuming with `Last-Event-ID` on yet another replica gets exactly the
+//! events it missed. Every stream is checked by generation: one more per
+//! event, none skipped, none twice. Push configs made on one replica are
+//! delivered for events another replica applies, the dead replica's
+//! task's end included.
+//!
+//! Needs `HEDDLE_TEST_POSTGRES_URL` and `HEDDLE_TEST_NATS_URL`; without
+//! them the test says it skipped and passes, unless
+//! `HEDDLE_REQUIRE_SERVICES=1`.
+
+use std::{
+    process::Stdio,
+    time::{Duration, Instant},
+};
+
+use futures::StreamExt as _;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::common::{Server, serve_logging};
+use super::postgres::{DropSchema, database};
+use super::{message, rpc, webhook_listen};
+
+/// A push config for `task_id` made on the replica at `url`.
+async fn push_to(url: &str, task_id: &str, port: u16) {
+    let client = reqwest::Client::new();
+    rpc(
+        &client,
+        url,
+        "writer-stream",
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": task_id, "url": format!("http://127.0.0.1:{port}/hook"), "token": "tok"}),
+    )
+    .await
+    .expect("push config");
+}
+
+/// The final state pushed for `task_id`, waiting up to `within`.
+fn pushed_end(
+    events: &std::sync::mpsc::Receiver<Value>,
+    task_id: &str,
+    within: Duration,
+) -> String {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if let Ok(v) = events.recv_timeout(Duration::from_millis(200))
+            && v["taskId"] == json!(task_id)
+            && let Some(state) = v
+                .pointer("/event/statusUpdate/status/state")
+                .and_then(Value::as_str)
+            && state != "TASK_STATE_WORKING"
+        {
+            return state.to_owned();
+        }
+    }
+    String::new()
+}
+
+fn nats(test: &str) -> Option<String> {
+    match std::env::var("HEDDLE_TEST_NATS_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var("HEDDLE_REQUIRE_SERVICES").as_deref() != Ok("1"),
+                "{test}: HEDDLE_REQUIRE_SERVICES=1 but HEDDLE_TEST_NATS_URL is not set"
+            );
+            println!("skipped: {test} needs NATS JetStream (set HEDDLE_TEST_NATS_URL)");
+            None
+        }
+    }
+}
+
+/// One SSE event: its id (the generation) and its JSON-RPC result.
+#[derive(Clone, Debug)]
+struct Seen {
+    generation: u64,
+    result: Value,
+}
+
+impl Seen {
+    fn state(&self) -> Option<&str> {
+        self.result
+            .pointer("/statusUpdate/status/state")
+            .or_else(|| self.result.pointer("/task/status/state"))
+            .and_then(Value::as_str)
+    }
+}
+
+/// SubscribeToTask on `url` (JSON-RPC), optionally resuming after
+/// `last_event_id`; every event goes to the channel as it arrives.
+async fn subscribe(url: &str, task_id: &str, last_event_id: Option<u64>) -> mpsc::Receiver<Seen> {
+    let client = reqwest::Client::new();
+    let mut req = client
+        .post(format!("{url}/api/v1/agents/writer-stream/a2a"))
+        .header("A2A-Version", "1.0")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask",
+            "params": {"id": task_id}}),
+        );
+    if let Some(id) = last_event_id {
+        req = req.header("Last-Event-ID", id.to_string());
+    }
+    let resp = req.send().await.expect("subscribe");
+    assert_eq!(resp.status(), 200);
+    let (tx, rx) = mpsc::channel(64);
+    tokio::spawn(async move {
+        let mut body = resp.bytes_stream();
+        let mut buf = String::new();
+        while let Some(Ok(chunk)) = body.next().await {
+            buf.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = buf.find("\n\n") {
+                let block: String = buf.drain(..end + 2).collect();
+                let mut generation = None;
+                let mut data = None;
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("id: ") {
+                        generation = v.trim().parse().ok();
+                    } else if let Some(v) = line.strip_prefix("data: ") {
+                        data = serde_json::from_str::<Value>(v).ok();
+                    }
+                }
+                if let Some(data) = data {
+                    let seen = Seen {
+                        generation: generation.expect("every task event names its generation"),
+                        result: data["result"].clone(),
+                    };
+                    assert!(!data["result"].is_null(), "an error event: {data}");
+                    if tx.send(seen).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    rx
+}
+
+/// Events until the stream closes, or `within` runs out.
+async fn drain(rx: &mut mpsc::Receiver<Seen>, within: Duration) -> Vec<Seen> {
+    let mut out = Vec::new();
+    let end = Instant::now() + within;
+    while let Ok(Some(seen)) = tokio::time::timeout_at(end.into(), rx.recv()).await {
+        out.push(seen);
+    }
+    out
+}
+
+/// Each event one generation after the one before.
+fn assert_gap_free(events: &[Seen]) {
+    for pair in events.windows(2) {
+        assert_eq!(
+            pair[1].generation,
+            pair[0].generation + 1,
+            "a gap or a duplicate: {:?}",
+            events.iter().map(|e| e.generation).collect::<Vec<_>>()
+        );
+    }
+}
+
+fn replica(store: &str, nats: &str, log: &std::path::Path) -> Server {
+    let log = std::fs::File::create(log).expect("log file");
+    serve_logging(
+        store,
+        &[
+            "--events",
+            nats,
+            "--lease-secs",
+            "2",
+            "--writer-stream-pause-ms",
+            "1500",
+            "--push-allow",
+            "127.0.0.1/32",
+            "--push-allow-http",
+            "--push-initial-backoff-ms",
+            "100",
+        ],
+        &[("RUST_LOG", "warn")],
+        Stdio::from(log),
+    )
+}
+
+/// A writer-stream task started on `url` and left running.
+async fn start_task(url: &str, id: &str) -> String {
+    let client = reqwest::Client::new();
+    let sent = rpc(
+        &client,
+        url,
+        "writer-stream",
+        "SendMessage",
+        json!({"message": message(id, "write"), "configuration": {"returnImmediately": true}}),
+    )
+    .await
+    .expect("send");
+    sent["task"]["id"].as_str().expect("task id").to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_replicas_share_streams_cancels_and_a_dead_replicas_tasks() {
+    let test = "three_replicas_share_streams_cancels_and_a_dead_replicas_tasks";
+    let (Some(url), Some(nats)) = (database(test), nats(test)) else {
+        return;
+    };
+    let name = format!("heddle_replicas_test_{}", std::process::id());
+    let _cleanup = DropSchema {
+        url: url.clone(),
+        name: name.clone(),
+    };
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let store = format!("{url}{sep}schema={name}");
+    let logs = tempfile::tempdir().expect("tmp");
+    // One at a time: the first migrates the schema.
+    let mut a = replica(&store, &nats, &logs.path().join("a.log"));
+    let b = replica(&store, &nats, &logs.path().join("b.log"));
+    let c = replica(&store, &nats, &logs.path().join("c.log"));
+    assert!(a.banner.contains("postgres"), "{}", a.banner);
+    let client = reqwest::Client::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let (mut hooks, pushed) = webhook_listen(port);
+
+    // Sent on A, watched on B, its push config made on B, canceled on C.
+    let first = start_task(&a.url, "replicas-1").await;
+    let mut on_b = subscribe(&b.url, &first, None).await;
+    push_to(&b.url, &first, port).await;
+    let canceled = rpc(
+        &client,
+        &c.url,
+        "writer-stream",
+        "CancelTask",
+        json!({"id": first}),
+    )
+    .await
+    .expect("cancel on C");
+    assert_eq!(canceled["status"]["state"], "TASK_STATE_CANCELED");
+    let seen = drain(&mut on_b, Duration::from_secs(10)).await;
+    assert!(
+        seen.first().is_some_and(|s| s.result.get("task").is_some()),
+        "the snapshot first: {seen:?}"
+    );
+    assert_eq!(
+        seen.last().and_then(Seen::state),
+        Some("TASK_STATE_CANCELED"),
+        "B saw the cancel C relayed to A: {seen:?}"
+    );
+    assert_gap_free(&seen);
+    assert_eq!(
+        pushed_end(&pushed, &first, Duration::from_secs(10)),
+        "TASK_STATE_CANCELED",
+        "A delivered the cancel to the config made on B"
+    );
+
+    // Sent on A, watched on B, its push config made on C; A dies mid-stream.
+    let second = start_task(&a.url, "replicas-2").await;
+    let mut on_b = subscribe(&b.url, &second, None).await;
+    push_to(&c.url, &second, port).await;
+    let mut before_kill = Vec::new();
+    while let Ok(Some(s)) = tokio::time::timeout(Duration::from_secs(10), on_b.recv()).await {
+        let chunk = s.result.get("artifactUpdate").is_some();
+        before_kill.push(s);
+        if chunk {
+            break;
+        }
+    }
+    let chunk_generation = before_kill
+        .last()
+        .filter(|s| s.result.get("artifactUpdate").is_some())
+        .map(|s| s.generation)
+        .unwrap_or_else(|| panic!("no chunk before the kill: {before_kill:?}"));
+    a.child.kill().expect("kill -9 A");
+    let killed = Instant::now();
+    let after_kill = drain(&mut on_b, Duration::from_secs(15)).await;
+    let ended_in = killed.elapsed();
+    let all: Vec<Seen> = before_kill.into_iter().chain(after_kill).collect();
+    let last = all.last().expect("events");
+    assert_eq!(last.state(), Some("TASK_STATE_FAILED"), "{all:?}");
+    let reason = last.result["statusUpdate"]["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(reason.contains("replica"), "the end says why: {reason:?}");
+    // Lease of 2 s, reaped every 0.67 s, plus catching up.
+    assert!(
+        ended_in < Duration::from_secs(8),
+        "ended {ended_in:?} after the kill"
+    );
+    assert_gap_free(&all);
+
+    // A client that saw up to the first chunk resumes on C.
+    let mut on_c = subscribe(&c.url, &second, Some(chunk_generation)).await;
+    let resumed = drain(&mut on_c, Duration::from_secs(10)).await;
+    let missed: Vec<u64> = all
+        .iter()
+        .map(|s| s.generation)
+        .filter(|g| *g > chunk_generation)
+        .collect();
+    assert_eq!(
+        resumed.iter().map(|s| s.generation).collect::<Vec<_>>(),
+        missed,
+        "exactly the missing events"
+    );
+    assert_eq!(
+        resumed.last().and_then(Seen::state),
+        Some("TASK_STATE_FAILED")
+    );
+
+    // The store agrees, on any replica.
+    let got = rpc(
+        &client,
+        &b.url,
+        "writer-stream",
+        "GetTask",
+        json!({"id": second}),
+    )
+    .await
+    .expect("get");
+    assert_eq!(got["status"]["state"], "TASK_STATE_FAILED");
+    assert_eq!(
+        pushed_end(&pushed, &second, Duration::from_secs(10)),
+        "TASK_STATE_FAILED",
+        "the replica that ended the dead one's task delivered its end"
+    );
+    let _ = hooks.kill();
+    let _ = hooks.wait();
+    drop((b, c));
+}

@@ -1,0 +1,321 @@
+//! Several replicas of one server, sharing a store: what they tell each
+//! other, and who runs which task.
+//!
+//! The store stays the truth. Beside it:
+//!
+//! * An [`EventBus`] carries every applied task event, numbered by the
+//!   task's generation, from the replica that runs the task to the others:
+//!   a subscriber on any replica gets the task's snapshot from the store and
+//!   then every event after the snapshot's generation, and a client that
+//!   reconnects with `Last-Event-ID` gets exactly the events after it. The
+//!   bus also carries cancel requests to the replica running a task.
+//! * A [`LeaseStore`] says which replica runs which task. Each replica
+//!   renews its leases together; one that stops (killed, cut off) lets them
+//!   expire, and another replica ends those tasks FAILED, with the reason,
+//!   so no task stays WORKING forever and every subscriber sees the end.
+//!
+//! `heddle-nats` implements the bus on NATS JetStream; the PostgreSQL store
+//! keeps generations and leases.
+
+use std::{
+    sync::{Arc, Mutex, Weak},
+    time::Duration,
+};
+
+use async_trait::async_trait;
+use foldhash::HashMap;
+use futures::stream::BoxStream;
+use heddle_core::{A2aError, v1};
+use heddle_store::{LeaseStore, Scope};
+use tokio_util::sync::CancellationToken;
+
+use crate::{handler::RequestHandler, live::Event};
+
+/// A bus failure (the bus is down, or said something unreadable).
+#[derive(Debug, thiserror::Error)]
+#[error("event bus: {0}")]
+pub struct BusError(pub String);
+
+/// Events of one task, in generation order.
+pub type EventFeed = BoxStream<'static, Result<Event, BusError>>;
+
+/// What crosses between replicas.
+#[async_trait]
+pub trait EventBus: Send + Sync + 'static {
+    /// Publishes the task's event. Called in generation order, under the
+    /// task's lock; it may return once the event is on its way (a failure
+    /// to keep it afterwards is the bus's to log).
+    async fn publish(&self, scope: &Scope, task_id: &str, event: &Event) -> Result<(), BusError>;
+
+    /// The generation of the task's last event on the bus (0: none).
+    async fn last_generation(&self, scope: &Scope, task_id: &str) -> Result<u64, BusError>;
+
+    /// Every event of the task after generation `after` that the bus still
+    /// holds, in order, then each new one as it comes; the feed never ends
+    /// by itself.
+    async fn follow(&self, scope: &Scope, task_id: &str, after: u64)
+    -> Result<EventFeed, BusError>;
+
+    /// Serves the control requests addressed to `replica` with `control`
+    /// until `stop` is canceled.
+    async fn serve_control(
+        &self,
+        replica: &str,
+        control: Arc<dyn Control>,
+        stop: CancellationToken,
+    ) -> Result<(), BusError>;
+
+    /// Asks `replica` to cancel the task. `None` when the replica did not
+    /// answer (it is gone, or no longer runs the task).
+    async fn request_cancel(
+        &self,
+        replica: &str,
+        scope: &Scope,
+        task_id: &str,
+    ) -> Result<Option<Result<v1::Task, A2aError>>, BusError>;
+}
+
+/// What a replica does when another asks.
+#[async_trait]
+pub trait Control: Send + Sync + 'static {
+    /// Cancels the task if this replica runs it; `None` if it does not.
+    async fn cancel(&self, scope: Scope, task_id: String) -> Option<Result<v1::Task, A2aError>>;
+}
+
+/// How leases behave.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeaseTimes {
+    /// How long a lease lasts unless renewed: a dead replica's tasks end
+    /// within about this long plus one [`reap_every`](Self::reap_every).
+    pub ttl: Duration,
+    /// How often each replica looks for expired leases.
+    pub reap_every: Duration,
+}
+
+impl Default for LeaseTimes {
+    fn default() -> Self {
+        Self {
+            ttl: Duration::from_secs(15),
+            reap_every: Duration::from_secs(5),
+        }
+    }
+}
+
+/// This replica's place among the others: its id, the bus, and its leases.
+/// Every handler built with it ([`crate::HandlerBuilder::cluster`]) shares
+/// its events and is reachable for cancels; [`Cluster::start`] runs the
+/// loops that serve control requests, renew leases and end dead replicas'
+/// tasks.
+pub struct Cluster {
+    replica: String,
+    bus: Arc<dyn EventBus>,
+    leases: Option<(Arc<dyn LeaseStore>, LeaseTimes)>,
+    handlers: Mutex<HashMap<String, Weak<crate::handler::Inner>>>,
+    stop: CancellationToken,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster")
+            .field("replica", &self.replica)
+            .field("leases", &self.leases.as_ref().map(|(_, t)| t))
+            .finish_non_exhaustive()
+    }
+}
+
+/// The reason a dead replica's task ends with.
+pub const LOST_REPLICA: &str =
+    "the server replica running this task stopped; send the request again";
+
+impl Cluster {
+    /// A replica with a random id, sharing events over `bus`.
+    pub fn new(bus: Arc<dyn EventBus>) -> Self {
+        Self {
+            replica: crate::new_id(),
+            bus,
+            leases: None,
+            handlers: Mutex::new(HashMap::default()),
+            stop: CancellationToken::new(),
+        }
+    }
+
+    /// Leases the tasks this replica runs in `store` (shared by every
+    /// replica), and ends other replicas' tasks whose leases expire.
+    pub fn with_leases(mut self, store: Arc<dyn LeaseStore>, times: LeaseTimes) -> Self {
+        self.leases = Some((store, times));
+        self
+    }
+
+    /// This replica's id.
+    pub fn replica(&self) -> &str {
+        &self.replica
+    }
+
+    /// The bus.
+    pub fn bus(&self) -> &Arc<dyn EventBus> {
+        &self.bus
+    }
+
+    /// Whether tasks are leased (and so a replica's start must not fail
+    /// the tasks other replicas are running).
+    pub fn leases_tasks(&self) -> bool {
+        self.leases.is_some()
+    }
+
+    pub(crate) fn register(&self, handler: &RequestHandler) {
+        self.lock()
+            .insert(handler.agent_id().to_owned(), handler.downgrade());
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Weak<crate::handler::Inner>>> {
+        self.handlers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn handler(&self, agent: &str) -> Option<RequestHandler> {
+        let weak = self.lock().get(agent).cloned()?;
+        RequestHandler::upgrade(&weak)
+    }
+
+    pub(crate) async fn publish(&self, scope: &Scope, task_id: &str, event: &Event) {
+        if let Err(e) = self.bus.publish(scope, task_id, event).await {
+            tracing::warn!(task = %task_id, generation = event.generation, error = %e,
+                "could not share a task event with the other replicas");
+        }
+    }
+
+    /// Takes the lease on a task this replica starts running.
+    pub(crate) async fn acquire(&self, scope: &Scope, task_id: &str) {
+        if let Some((store, times)) = &self.leases
+            && let Err(e) = store
+                .acquire_lease(scope, task_id, &self.replica, expiry(times.ttl))
+                .await
+        {
+            tracing::warn!(task = %task_id, error = %e, "could not lease a task");
+        }
+    }
+
+    /// Lets go of a task this replica stopped running.
+    pub(crate) async fn release(&self, scope: &Scope, task_id: &str) {
+        if let Some((store, _)) = &self.leases
+            && let Err(e) = store
+                .release_lease(&scope.agent, task_id, &self.replica)
+                .await
+        {
+            tracing::warn!(task = %task_id, error = %e, "could not release a task lease");
+        }
+    }
+
+    /// The replica other than this one that holds the task's lease.
+    pub(crate) async fn other_holder(&self, scope: &Scope, task_id: &str) -> Option<String> {
+        let (store, _) = self.leases.as_ref()?;
+        match store.lease_holder(&scope.agent, task_id).await {
+            Ok(holder) => holder.filter(|r| *r != self.replica),
+            Err(e) => {
+                tracing::warn!(task = %task_id, error = %e, "could not read a task lease");
+                None
+            }
+        }
+    }
+
+    /// Starts serving control requests and, with leases, renewing this
+    /// replica's and reaping expired ones. They run until [`stop`](Self::stop).
+    pub fn start(self: &Arc<Self>) {
+        let me = self.clone();
+        tokio::spawn(async move {
+            let control: Arc<dyn Control> = me.clone();
+            if let Err(e) = me
+                .bus
+                .serve_control(&me.replica, control, me.stop.clone())
+                .await
+            {
+                tracing::error!(error = %e, "the control subscription ended; cancels from other replicas will not arrive");
+            }
+        });
+        if let Some((store, times)) = self.leases.clone() {
+            let me = self.clone();
+            tokio::spawn(async move { me.renew_loop(store, times).await });
+            let me = self.clone();
+            tokio::spawn(async move { me.reap_loop(times).await });
+        }
+    }
+
+    /// Stops the loops [`start`](Self::start) began.
+    pub fn stop(&self) {
+        self.stop.cancel();
+    }
+
+    async fn renew_loop(&self, store: Arc<dyn LeaseStore>, times: LeaseTimes) {
+        let mut tick = tokio::time::interval(times.ttl / 3);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = self.stop.cancelled() => return,
+                _ = tick.tick() => {}
+            }
+            if let Err(e) = store.renew_leases(&self.replica, expiry(times.ttl)).await {
+                tracing::warn!(error = %e, "could not renew this replica's task leases");
+            }
+        }
+    }
+
+    async fn reap_loop(&self, times: LeaseTimes) {
+        let mut tick = tokio::time::interval(times.reap_every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = self.stop.cancelled() => return,
+                _ = tick.tick() => {}
+            }
+            self.reap().await;
+        }
+    }
+
+    /// Ends the tasks of every expired lease this replica claims.
+    pub async fn reap(&self) {
+        let Some((store, _)) = &self.leases else {
+            return;
+        };
+        let expired = match store.claim_expired(now_ms(), 100).await {
+            Ok(expired) => expired,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not look for expired task leases");
+                return;
+            }
+        };
+        for lease in expired {
+            let Some(handler) = self.handler(&lease.scope.agent) else {
+                tracing::warn!(agent = %lease.scope.agent, task = %lease.task_id,
+                    "a task of an agent this replica does not host lost its replica");
+                continue;
+            };
+            tracing::warn!(task = %lease.task_id, replica = %lease.replica,
+                "ending a task whose replica stopped renewing its lease");
+            if let Err(e) = handler
+                .take_over(&lease.scope, &lease.task_id, LOST_REPLICA)
+                .await
+            {
+                tracing::warn!(task = %lease.task_id, error = %e, "could not end a lost task");
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Control for Cluster {
+    async fn cancel(&self, scope: Scope, task_id: String) -> Option<Result<v1::Task, A2aError>> {
+        self.handler(&scope.agent)?
+            .cancel_here(&scope, &task_id)
+            .await
+    }
+}
+
+/// When a lease taken now for `ttl` expires, in Unix milliseconds.
+fn expiry(ttl: Duration) -> i64 {
+    now_ms().saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX))
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}

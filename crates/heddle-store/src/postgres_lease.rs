@@ -1,0 +1,105 @@
+//! [`LeaseStore`] for [`PostgresStore`]: the `task_leases` table
+//! (`migrations/postgres/6_generations_leases.sql`).
+//!
+//! Claiming is one `DELETE … RETURNING` over rows locked with
+//! `FOR UPDATE SKIP LOCKED`, so replicas reaping at the same moment split
+//! the expired leases between them and none is ended twice.
+
+use async_trait::async_trait;
+use sqlx::Row as _;
+
+use crate::postgres::db;
+use crate::{ExpiredLease, LeaseStore, PostgresStore, Scope, StoreError};
+
+#[async_trait]
+impl LeaseStore for PostgresStore {
+    async fn acquire_lease(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        replica: &str,
+        expires_ms: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO task_leases (agent, task_id, owner, replica, expires_ms)
+             VALUES ($1, $2, $5, $3, $4)
+             ON CONFLICT (agent, task_id) DO UPDATE SET owner = EXCLUDED.owner,
+                replica = EXCLUDED.replica, expires_ms = EXCLUDED.expires_ms",
+        )
+        .bind(&scope.agent)
+        .bind(task_id)
+        .bind(replica)
+        .bind(expires_ms)
+        .bind(&scope.owner)
+        .execute(&self.pool)
+        .await
+        .map_err(db)?;
+        Ok(())
+    }
+
+    async fn lease_holder(&self, agent: &str, task_id: &str) -> Result<Option<String>, StoreError> {
+        sqlx::query_scalar("SELECT replica FROM task_leases WHERE agent = $1 AND task_id = $2")
+            .bind(agent)
+            .bind(task_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)
+    }
+
+    async fn renew_leases(&self, replica: &str, expires_ms: i64) -> Result<u64, StoreError> {
+        let done = sqlx::query("UPDATE task_leases SET expires_ms = $2 WHERE replica = $1")
+            .bind(replica)
+            .bind(expires_ms)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        Ok(done.rows_affected())
+    }
+
+    async fn release_lease(
+        &self,
+        agent: &str,
+        task_id: &str,
+        replica: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM task_leases WHERE agent = $1 AND task_id = $2 AND replica = $3")
+            .bind(agent)
+            .bind(task_id)
+            .bind(replica)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        Ok(())
+    }
+
+    async fn claim_expired(
+        &self,
+        now_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<ExpiredLease>, StoreError> {
+        let rows = sqlx::query(
+            "DELETE FROM task_leases WHERE (agent, task_id) IN (
+                SELECT agent, task_id FROM task_leases WHERE expires_ms < $1
+                ORDER BY expires_ms LIMIT $2 FOR UPDATE SKIP LOCKED)
+             RETURNING agent, owner, task_id, replica",
+        )
+        .bind(now_ms)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db)?;
+        rows.iter()
+            .map(|row| {
+                let bad = |e: sqlx::Error| StoreError::Corrupt("task lease".into(), e.to_string());
+                Ok(ExpiredLease {
+                    scope: Scope::new(
+                        row.try_get::<String, _>(0).map_err(bad)?,
+                        row.try_get::<String, _>(1).map_err(bad)?,
+                    ),
+                    task_id: row.try_get(2).map_err(bad)?,
+                    replica: row.try_get(3).map_err(bad)?,
+                })
+            })
+            .collect()
+    }
+}
