@@ -197,18 +197,21 @@ pub struct ExpiredLease {
 /// the task.
 #[async_trait]
 pub trait LeaseStore: Send + Sync + 'static {
-    /// Records that `replica` runs `task_id` in `scope` until `expires_ms`
-    /// (Unix milliseconds), replacing any earlier lease on it.
+    /// Takes the lease on `task_id` in `scope` for `replica`, for `ttl_ms`
+    /// from now by the store's clock (every replica reads the same one).
+    /// Whether it was taken: `false` when another replica holds a lease on
+    /// the task that has not expired.
     async fn acquire_lease(
         &self,
         scope: &Scope,
         task_id: &str,
         replica: &str,
-        expires_ms: i64,
-    ) -> Result<(), StoreError>;
+        ttl_ms: i64,
+    ) -> Result<bool, StoreError>;
 
-    /// Extends every lease `replica` holds to `expires_ms`; how many it holds.
-    async fn renew_leases(&self, replica: &str, expires_ms: i64) -> Result<u64, StoreError>;
+    /// Extends every lease `replica` holds to `ttl_ms` from now; how many
+    /// it holds.
+    async fn renew_leases(&self, replica: &str, ttl_ms: i64) -> Result<u64, StoreError>;
 
     /// The replica holding the lease on `task_id` of `agent`, if any
     /// (expired or not).
@@ -222,11 +225,11 @@ pub trait LeaseStore: Send + Sync + 'static {
         replica: &str,
     ) -> Result<(), StoreError>;
 
-    /// Removes and returns at most `limit` leases that expired before
-    /// `now_ms`. Two replicas claiming at once never get the same lease.
+    /// Removes and returns at most `limit` leases of `agents` that have
+    /// expired. Two replicas claiming at once never get the same lease.
     async fn claim_expired(
         &self,
-        now_ms: i64,
+        agents: &[String],
         limit: usize,
     ) -> Result<Vec<ExpiredLease>, StoreError>;
 }

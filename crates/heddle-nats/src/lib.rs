@@ -292,10 +292,15 @@ impl EventBus for NatsBus {
                 .request(self.control_subject(replica), body.into()),
         )
         .await;
+        // Only "no responders" means the replica is gone; one that is slow
+        // may still be canceling.
         let message = match asked {
-            Err(_) => return Ok(None),
+            Err(_) => {
+                return Err(BusError(
+                    "the replica did not answer a cancel in time".into(),
+                ));
+            }
             Ok(Err(e)) if matches!(e.kind(), RequestErrorKind::NoResponders) => return Ok(None),
-            Ok(Err(e)) if matches!(e.kind(), RequestErrorKind::TimedOut) => return Ok(None),
             Ok(Err(e)) => return Err(bus_err("relaying a cancel", e)),
             Ok(Ok(message)) => message,
         };

@@ -65,8 +65,8 @@ pub trait EventBus: Send + Sync + 'static {
         stop: CancellationToken,
     ) -> Result<(), BusError>;
 
-    /// Asks `replica` to cancel the task. `None` when the replica did not
-    /// answer (it is gone, or no longer runs the task).
+    /// Asks `replica` to cancel the task. `None` when the replica is gone
+    /// or no longer runs the task; an error when it did not answer in time.
     async fn request_cancel(
         &self,
         replica: &str,
@@ -183,14 +183,22 @@ impl Cluster {
         }
     }
 
-    /// Takes the lease on a task this replica starts running.
-    pub(crate) async fn acquire(&self, scope: &Scope, task_id: &str) {
-        if let Some((store, times)) = &self.leases
-            && let Err(e) = store
-                .acquire_lease(scope, task_id, &self.replica, expiry(times.ttl))
-                .await
+    /// Takes the lease on a task this replica starts running: `false` when
+    /// another replica's lease on it is still live (it runs the task). A
+    /// store that cannot be reached does not stop the run.
+    pub(crate) async fn acquire(&self, scope: &Scope, task_id: &str) -> bool {
+        let Some((store, times)) = &self.leases else {
+            return true;
+        };
+        match store
+            .acquire_lease(scope, task_id, &self.replica, millis(times.ttl))
+            .await
         {
-            tracing::warn!(task = %task_id, error = %e, "could not lease a task");
+            Ok(taken) => taken,
+            Err(e) => {
+                tracing::warn!(task = %task_id, error = %e, "could not lease a task");
+                true
+            }
         }
     }
 
@@ -252,7 +260,7 @@ impl Cluster {
                 () = self.stop.cancelled() => return,
                 _ = tick.tick() => {}
             }
-            if let Err(e) = store.renew_leases(&self.replica, expiry(times.ttl)).await {
+            if let Err(e) = store.renew_leases(&self.replica, millis(times.ttl)).await {
                 tracing::warn!(error = %e, "could not renew this replica's task leases");
             }
         }
@@ -275,7 +283,10 @@ impl Cluster {
         let Some((store, _)) = &self.leases else {
             return;
         };
-        let expired = match store.claim_expired(now_ms(), 100).await {
+        // Only the agents hosted here: another replica's agent's tasks are
+        // left for a replica that hosts it.
+        let agents: Vec<String> = self.lock().keys().cloned().collect();
+        let expired = match store.claim_expired(&agents, 100).await {
             Ok(expired) => expired,
             Err(e) => {
                 tracing::warn!(error = %e, "could not look for expired task leases");
@@ -309,13 +320,7 @@ impl Control for Cluster {
     }
 }
 
-/// When a lease taken now for `ttl` expires, in Unix milliseconds.
-fn expiry(ttl: Duration) -> i64 {
-    now_ms().saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX))
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+/// A lease's time to live in milliseconds (the store adds its own clock).
+fn millis(ttl: Duration) -> i64 {
+    i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX)
 }

@@ -41,7 +41,9 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres")
 /// so it changes nothing. One statement, so concurrent saves from several
 /// replicas never interleave within a row.
 /// Generation 0 (a plain `save`) writes whatever is stored; a later
-/// generation never goes back.
+/// generation never goes back, and never moves a task that ended
+/// (COMPLETED, FAILED, CANCELED, REJECTED): a replica that lost its task to
+/// another, which ended it, cannot write it again.
 const UPSERT: &str =
     "INSERT INTO tasks (agent, id, owner, context_id, state, status_ms, body, generation)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -52,7 +54,10 @@ const UPSERT: &str =
         body = EXCLUDED.body,
         generation = GREATEST(tasks.generation, EXCLUDED.generation)
     WHERE tasks.owner = EXCLUDED.owner
-        AND (EXCLUDED.generation = 0 OR tasks.generation <= EXCLUDED.generation)";
+        AND (EXCLUDED.generation = 0
+            OR (tasks.generation <= EXCLUDED.generation
+                AND (tasks.state NOT IN (3, 4, 5, 7)
+                    OR tasks.generation = EXCLUDED.generation)))";
 
 /// How to connect a [`PostgresStore`].
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -3,13 +3,22 @@
 //!
 //! Claiming is one `DELETE … RETURNING` over rows locked with
 //! `FOR UPDATE SKIP LOCKED`, so replicas reaping at the same moment split
-//! the expired leases between them and none is ended twice.
+//! the expired leases between them and none is ended twice. Times are the
+//! database's (`now_ms!`), so replicas whose clocks disagree still agree on
+//! which leases have expired.
 
 use async_trait::async_trait;
 use sqlx::Row as _;
 
 use crate::postgres::db;
 use crate::{ExpiredLease, LeaseStore, PostgresStore, Scope, StoreError};
+
+/// The database's clock, in Unix milliseconds (a macro, for `concat!`).
+macro_rules! now_ms {
+    () => {
+        "(extract(epoch from clock_timestamp()) * 1000)::bigint"
+    };
+}
 
 #[async_trait]
 impl LeaseStore for PostgresStore {
@@ -18,23 +27,27 @@ impl LeaseStore for PostgresStore {
         scope: &Scope,
         task_id: &str,
         replica: &str,
-        expires_ms: i64,
-    ) -> Result<(), StoreError> {
-        sqlx::query(
+        ttl_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(concat!(
             "INSERT INTO task_leases (agent, task_id, owner, replica, expires_ms)
-             VALUES ($1, $2, $5, $3, $4)
+             VALUES ($1, $2, $5, $3, ",
+            now_ms!(),
+            " + $4)
              ON CONFLICT (agent, task_id) DO UPDATE SET owner = EXCLUDED.owner,
-                replica = EXCLUDED.replica, expires_ms = EXCLUDED.expires_ms",
-        )
+                replica = EXCLUDED.replica, expires_ms = EXCLUDED.expires_ms
+             WHERE task_leases.replica = EXCLUDED.replica OR task_leases.expires_ms < ",
+            now_ms!()
+        ))
         .bind(&scope.agent)
         .bind(task_id)
         .bind(replica)
-        .bind(expires_ms)
+        .bind(ttl_ms)
         .bind(&scope.owner)
         .execute(&self.pool)
         .await
         .map_err(db)?;
-        Ok(())
+        Ok(done.rows_affected() > 0)
     }
 
     async fn lease_holder(&self, agent: &str, task_id: &str) -> Result<Option<String>, StoreError> {
@@ -46,13 +59,17 @@ impl LeaseStore for PostgresStore {
             .map_err(db)
     }
 
-    async fn renew_leases(&self, replica: &str, expires_ms: i64) -> Result<u64, StoreError> {
-        let done = sqlx::query("UPDATE task_leases SET expires_ms = $2 WHERE replica = $1")
-            .bind(replica)
-            .bind(expires_ms)
-            .execute(&self.pool)
-            .await
-            .map_err(db)?;
+    async fn renew_leases(&self, replica: &str, ttl_ms: i64) -> Result<u64, StoreError> {
+        let done = sqlx::query(concat!(
+            "UPDATE task_leases SET expires_ms = ",
+            now_ms!(),
+            " + $2 WHERE replica = $1"
+        ))
+        .bind(replica)
+        .bind(ttl_ms)
+        .execute(&self.pool)
+        .await
+        .map_err(db)?;
         Ok(done.rows_affected())
     }
 
@@ -74,16 +91,18 @@ impl LeaseStore for PostgresStore {
 
     async fn claim_expired(
         &self,
-        now_ms: i64,
+        agents: &[String],
         limit: usize,
     ) -> Result<Vec<ExpiredLease>, StoreError> {
-        let rows = sqlx::query(
+        let rows = sqlx::query(concat!(
             "DELETE FROM task_leases WHERE (agent, task_id) IN (
-                SELECT agent, task_id FROM task_leases WHERE expires_ms < $1
+                SELECT agent, task_id FROM task_leases WHERE expires_ms < ",
+            now_ms!(),
+            " AND agent = ANY($1)
                 ORDER BY expires_ms LIMIT $2 FOR UPDATE SKIP LOCKED)
-             RETURNING agent, owner, task_id, replica",
-        )
-        .bind(now_ms)
+             RETURNING agent, owner, task_id, replica"
+        ))
+        .bind(agents)
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .fetch_all(&self.pool)
         .await

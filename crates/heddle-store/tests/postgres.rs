@@ -557,6 +557,20 @@ async fn a_save_never_goes_back_a_generation() {
     // A plain save keeps the generation it finds.
     store.save(&scope, &task).await.unwrap();
     assert_eq!(store.load_at(&scope, "g1").await.unwrap().unwrap().1, 5);
+    // An ended task stays ended: a later generation from a replica that
+    // lost the task does not move it.
+    let mut failed = task.clone();
+    failed.status.as_mut().unwrap().state = v1::TaskState::Failed as i32;
+    store.save_at(&scope, &failed, 6).await.unwrap();
+    store.save_at(&scope, &failed, 6).await.unwrap();
+    let mut late = task.clone();
+    late.status.as_mut().unwrap().state = v1::TaskState::Completed as i32;
+    assert!(matches!(
+        store.save_at(&scope, &late, 7).await,
+        Err(heddle_store::StoreError::Conflict(_))
+    ));
+    let (kept, _) = store.load_at(&scope, "g1").await.unwrap().unwrap();
+    assert_eq!(kept.status.unwrap().state(), v1::TaskState::Failed);
     // Another caller's scope sees nothing.
     assert!(
         store
@@ -568,34 +582,51 @@ async fn a_save_never_goes_back_a_generation() {
 }
 
 #[tokio::test]
-async fn an_expired_lease_is_claimed_once_and_a_renewed_one_not_at_all() {
+async fn an_expired_lease_is_claimed_once_and_a_live_one_not_at_all() {
     use heddle_store::LeaseStore;
     let (_schema, store) =
-        store_or_skip!("an_expired_lease_is_claimed_once_and_a_renewed_one_not_at_all");
+        store_or_skip!("an_expired_lease_is_claimed_once_and_a_live_one_not_at_all");
     let other = _schema.store().await;
     let scope = Scope::new("a", "alice");
-    store
-        .acquire_lease(&scope, "t1", "r1", 1_000)
-        .await
-        .unwrap();
-    store
-        .acquire_lease(&scope, "t2", "r1", 1_000)
-        .await
-        .unwrap();
-    store
-        .acquire_lease(&scope, "t3", "r2", 1_000)
-        .await
-        .unwrap();
+    let agents = ["a".to_owned()];
+    // Leases already expired (a negative time to live).
+    for (task, replica) in [("t1", "r1"), ("t2", "r1"), ("t3", "r2")] {
+        assert!(
+            store
+                .acquire_lease(&scope, task, replica, -1_000)
+                .await
+                .unwrap()
+        );
+    }
     assert_eq!(
         store.lease_holder("a", "t3").await.unwrap().as_deref(),
         Some("r2")
     );
     // r2 is alive: its lease moves on; r1's two stay expired.
-    assert_eq!(store.renew_leases("r2", 10_000).await.unwrap(), 1);
+    assert_eq!(store.renew_leases("r2", 60_000).await.unwrap(), 1);
+    // A live lease is not taken by another replica; its holder renews it.
+    assert!(
+        !store
+            .acquire_lease(&scope, "t3", "r1", 60_000)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .acquire_lease(&scope, "t3", "r2", 60_000)
+            .await
+            .unwrap()
+    );
+    // Only the agents asked for are claimed.
+    let none = store
+        .claim_expired(&["other".to_owned()], 10)
+        .await
+        .unwrap();
+    assert!(none.is_empty());
     // Two replicas claim at once: together they get r1's two, once each.
     let (x, y) = tokio::join!(
-        store.claim_expired(5_000, 10),
-        other.claim_expired(5_000, 10)
+        store.claim_expired(&agents, 10),
+        other.claim_expired(&agents, 10)
     );
     let mut claimed: Vec<_> = x.unwrap().into_iter().chain(y.unwrap()).collect();
     claimed.sort_by(|a, b| a.task_id.cmp(&b.task_id));
@@ -605,9 +636,23 @@ async fn an_expired_lease_is_claimed_once_and_a_renewed_one_not_at_all() {
         .collect();
     assert_eq!(ids, [("t1", "r1"), ("t2", "r1")]);
     assert!(claimed.iter().all(|l| l.scope == scope));
-    assert!(store.claim_expired(5_000, 10).await.unwrap().is_empty());
-    // A released lease is never claimed; another replica's release is a no-op.
+    assert!(store.claim_expired(&agents, 10).await.unwrap().is_empty());
+    // An expired lease is taken over by another replica.
+    assert!(
+        store
+            .acquire_lease(&scope, "t4", "r1", -1_000)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .acquire_lease(&scope, "t4", "r2", 60_000)
+            .await
+            .unwrap()
+    );
+    // A released lease is gone; another replica's release is a no-op.
     store.release_lease("a", "t3", "r1").await.unwrap();
+    assert!(store.lease_holder("a", "t3").await.unwrap().is_some());
     store.release_lease("a", "t3", "r2").await.unwrap();
-    assert!(store.claim_expired(50_000, 10).await.unwrap().is_empty());
+    assert_eq!(store.lease_holder("a", "t3").await.unwrap(), None);
 }

@@ -58,6 +58,10 @@ impl RequestHandler {
             }
             if st.queued {
                 let canceled = Self::cancel_queued(live, &mut st).await?;
+                drop(st);
+                if let Some(cluster) = &self.inner.cluster {
+                    cluster.release(&live.scope, &live.id).await;
+                }
                 self.tell_gate(&canceled);
                 return Ok(canceled);
             }
@@ -112,8 +116,12 @@ impl RequestHandler {
         }
         if let Some(abort) = st.abort.take() {
             // The agent had its grace period in `cancel`; stop it for good.
+            // Its run ends without finishing, so its lease is let go here.
             abort.abort();
             live.running.store(false, Ordering::Release);
+            if let Some(cluster) = &self.inner.cluster {
+                cluster.release(&live.scope, &live.id).await;
+            }
         }
         if current_state(&st) == v1::TaskState::Canceled {
             if !running {

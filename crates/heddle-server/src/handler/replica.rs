@@ -74,9 +74,13 @@ impl RequestHandler {
         let holder = cluster.other_holder(scope, id).await?;
         match cluster.bus().request_cancel(&holder, scope, id).await {
             Ok(answer) => answer,
+            // The holder may still be canceling: canceling here too would
+            // run the agent's cancel twice.
             Err(e) => {
                 tracing::warn!(task = %id, error = %e, "could not relay a cancel");
-                None
+                Some(Err(A2aError::internal(
+                    "the server replica running this task did not answer the cancel; try again",
+                )))
             }
         }
     }
@@ -159,6 +163,14 @@ impl RequestHandler {
             Ok(Err(e)) => tracing::warn!(task = %live.id, error = %e, "could not catch up"),
             Err(_) => tracing::warn!(task = %live.id, "catching up with the bus timed out"),
         }
+        // Whatever was missed, the next event must not reuse a generation
+        // the bus already holds (it would be dropped as a duplicate).
+        let mut st = live.state.lock().await;
+        if st.generation < last {
+            tracing::warn!(task = %live.id, have = st.generation, last,
+                "continuing a task with events of it missing here");
+            st.generation = last;
+        }
     }
 
     /// Mirrors the events of a task run elsewhere to this replica's
@@ -187,20 +199,20 @@ impl RequestHandler {
         let live = live.clone();
         tokio::spawn(async move {
             mirror_feed(&live, feed).await;
-            live.state.lock().await.mirrored = false;
             handler.inner.live.release(&live.id);
         });
     }
 
     /// SubscribeToTask from a client that saw events up to `after`: the
     /// events after it, straight from the bus (no snapshot), until the task
-    /// ends or waits.
+    /// ends or waits. `None` when the bus cannot give them: the caller
+    /// subscribes as usual, snapshot first.
     pub(super) async fn resume(
         &self,
         cx: &CallContext,
         id: &str,
         after: u64,
-    ) -> Result<EventStream, A2aError> {
+    ) -> Result<Option<EventStream>, A2aError> {
         let Some(cluster) = self.cluster().cloned() else {
             return Err(A2aError::internal("resume without a cluster"));
         };
@@ -234,6 +246,11 @@ impl RequestHandler {
                     state.as_str_name()
                 ),
             ));
+        }
+        // An id this task never gave, or events the bus no longer holds (the
+        // store is ahead of it): the stream starts again from a snapshot.
+        if after > stored.max(last) || stored > last {
+            return Ok(None);
         }
         let feed = cluster
             .bus()
@@ -275,10 +292,10 @@ impl RequestHandler {
             binding,
             version,
         };
-        Ok(Box::pin(s.map(move |event| {
+        Ok(Some(Box::pin(s.map(move |event| {
             let _keep = &closed;
             event
-        })))
+        }))))
     }
 }
 
@@ -308,23 +325,23 @@ impl Drop for CloseObserved {
 }
 
 /// Applies `feed` to the mirrored task until it ends, or nobody listens.
+/// The mirror stops under the task's lock, where a new subscriber checks
+/// whether one runs, so none is left without.
 async fn mirror_feed(live: &Arc<LiveTask>, mut feed: EventFeed) {
     loop {
         let next = tokio::time::timeout(MIRROR_IDLE, feed.next()).await;
-        match next {
-            Ok(Some(Ok(event))) => {
-                if apply_mirrored(live, event).await {
-                    return;
-                }
-            }
+        let stop = match next {
+            Ok(Some(Ok(event))) => apply_mirrored(live, event).await,
             Ok(Some(Err(e))) => {
                 tracing::warn!(task = %live.id, error = %e, "a mirrored task's feed failed");
-                return;
+                true
             }
-            Ok(None) => return,
-            Err(_) => {}
-        }
-        if live.receivers() == 0 || live.running.load(Ordering::Acquire) {
+            Ok(None) => true,
+            Err(_) => false,
+        };
+        let mut st = live.state.lock().await;
+        if stop || live.receivers() == 0 || live.running.load(Ordering::Acquire) {
+            st.mirrored = false;
             return;
         }
     }

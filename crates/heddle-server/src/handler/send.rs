@@ -360,6 +360,18 @@ impl RequestHandler {
             next.history.push(question);
         }
         next.history.push(message.clone());
+        // Another replica may be running it: only the lease holder may.
+        if let Some(cluster) = &self.inner.cluster
+            && !cluster.acquire(&live.scope, &live.id).await
+        {
+            return Err(A2aError::new(
+                ErrorCode::UnsupportedOperation,
+                format!(
+                    "task {} is busy on another server replica; wait for it to ask for input",
+                    live.id
+                ),
+            ));
+        }
         self.inner
             .store
             .save_at(&live.scope, &next, st.generation)
@@ -388,6 +400,8 @@ impl RequestHandler {
     ) {
         live.running.store(true, Ordering::Release);
         if let Some(cluster) = &self.inner.cluster {
+            // A new task's id is new; a continued one was leased before
+            // its message was saved (`continue_task`).
             cluster.acquire(&live.scope, &live.id).await;
         }
         let slot = match admission {

@@ -37,6 +37,8 @@ impl RequestHandler {
             _permit: Option<StreamSlot>,
             /// The stream's facts and start, when an observer watches.
             watch: Option<(Method, Option<Binding>, ProtocolVersion, Instant)>,
+            /// The generation of the snapshot sent first (0: none).
+            sent: u64,
         }
         impl Drop for Guard {
             fn drop(&mut self) {
@@ -69,18 +71,28 @@ impl RequestHandler {
             id: live.id.clone(),
             _permit: permit,
             watch,
+            sent: 0,
         };
         let s = futures::stream::unfold(
             (Some(rx), first, false, live, guard),
-            |(rx, first, done, live, guard)| async move {
+            |(rx, first, done, live, mut guard)| async move {
                 if done {
                     return None;
                 }
                 let mut rx = rx?;
                 if let Some(snapshot) = first {
+                    guard.sent = snapshot.generation;
                     return Some((snapshot, (Some(rx), None, false, live, guard)));
                 }
-                match rx.recv().await {
+                // An event applied between the subscription and its
+                // snapshot is in both: the snapshot's generation says so.
+                let update = loop {
+                    match rx.recv().await {
+                        Ok(u) if u.generation != 0 && u.generation <= guard.sent => {}
+                        other => break other,
+                    }
+                };
+                match update {
                     Ok(update) => {
                         let end = is_final(&update.response);
                         let rx = if end { None } else { Some(rx) };
@@ -111,8 +123,10 @@ impl RequestHandler {
         cx: &CallContext,
         id: &str,
     ) -> Result<EventStream, A2aError> {
-        if let (Some(after), Some(_)) = (cx.resume_after, &self.inner.cluster) {
-            return self.resume(cx, id, after).await;
+        if let (Some(after), Some(_)) = (cx.resume_after, &self.inner.cluster)
+            && let Some(resumed) = self.resume(cx, id, after).await?
+        {
+            return Ok(resumed);
         }
         let permit = self.stream_permit(cx)?;
         let scope = self.scope(&cx.caller);
@@ -148,12 +162,10 @@ impl RequestHandler {
         };
         // Another replica may run it: its events come over the bus.
         self.mirror(&live).await;
-        // A client that saw the snapshot's generation already needs no
+        // A client that saw exactly the snapshot's generation needs no
         // snapshot (a single server resumes only from where it stands).
-        let first = (cx
-            .resume_after
-            .is_none_or(|after| after < generation || generation == 0))
-        .then(|| Arc::new(Event::new(generation, Payload::Task(snapshot))));
+        let first = (cx.resume_after != Some(generation) || generation == 0)
+            .then(|| Arc::new(Event::new(generation, Payload::Task(snapshot))));
         Ok(self.event_stream(live, rx, first, Some(permit), (cx, Method::SubscribeToTask)))
     }
 }
