@@ -371,6 +371,11 @@ pub trait PushStore: Send + Sync + 'static {
 
     /// Dead-lettered deliveries, oldest first (at most `limit`).
     async fn dead_deliveries(&self, limit: usize) -> Result<Vec<Delivery>, StoreError>;
+
+    /// Puts the dead-lettered deliveries `seqs` back in the outbox, due at
+    /// once with their attempts counted afresh (an operator fixed the
+    /// receiver); how many were dead. A `seq` that is not dead is skipped.
+    async fn replay_dead(&self, seqs: &[i64]) -> Result<u64, StoreError>;
 }
 
 /// A registered agent as a store keeps it: the hub's own JSON document,

@@ -9,6 +9,7 @@ mod itk;
 mod keys;
 mod new;
 mod push_config;
+mod push_dead;
 mod registry;
 mod remote;
 mod serve;
@@ -51,6 +52,10 @@ enum Command {
     /// API): top up, balance, history, subscribe, earnings.
     #[command(subcommand)]
     Wallet(wallet::WalletCommand),
+    /// Push deliveries on a running hub (its admin API): the dead letters,
+    /// listed and replayed.
+    #[command(subcommand)]
+    Push(push_dead::PushCommand),
     /// Work with Agent Cards.
     #[command(subcommand)]
     Card(card::CardCommand),
@@ -109,6 +114,7 @@ fn main() -> ExitCode {
             Command::Keys(cmd) => keys::run(cmd).await,
             Command::Agents(cmd) => agents::run(cmd).await,
             Command::Wallet(cmd) => wallet::run(cmd).await,
+            Command::Push(cmd) => push_dead::run(cmd).await,
             Command::Webhook(cmd) => webhook::run(cmd).await,
             Command::Registry(cmd) => registry::run(cmd),
             Command::New(cmd) => new::run(cmd).await,

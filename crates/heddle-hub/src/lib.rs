@@ -45,6 +45,7 @@ mod auth;
 mod build;
 mod builder;
 pub mod config;
+mod dead_letters;
 mod discovery;
 mod health;
 mod live;

@@ -40,6 +40,7 @@ impl Hub {
             .route("/healthz", get(crate::health::alive))
             .route("/readyz", get(crate::health::ready))
             .merge(crate::admin::routes())
+            .merge(crate::dead_letters::routes())
             .merge(crate::market::wallets::routes());
         let keys = self.jwks();
         if !keys.is_empty() {

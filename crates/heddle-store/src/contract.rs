@@ -697,6 +697,35 @@ pub async fn push_store(store: &dyn PushStore) {
         [(5, Some(&3), "HTTP 500")],
         "store contract: a dead delivery is kept with its attempts and last error"
     );
+
+    // Replayed, it is due again at once, attempts counted afresh; a seq that
+    // is not dead (pending, or unknown) is skipped.
+    let dead_seq = must(store.dead_deliveries(10).await, "dead_deliveries")[0].seq;
+    let pending_seq = must(store.pending_deliveries(10).await, "pending_deliveries")[0].seq;
+    assert_eq!(
+        must(
+            store.replay_dead(&[dead_seq, pending_seq, i64::MAX]).await,
+            "replay_dead"
+        ),
+        1,
+        "store contract: replay_dead puts back only what is dead"
+    );
+    assert!(
+        must(store.dead_deliveries(10).await, "dead_deliveries").is_empty(),
+        "store contract: a replayed delivery is no longer dead"
+    );
+    let mut pending = must(store.pending_deliveries(10).await, "pending_deliveries");
+    pending.sort_by_key(|d| d.seq);
+    let replayed: Vec<_> = pending
+        .iter()
+        .filter(|d| d.seq == dead_seq)
+        .map(|d| (d.attempts, d.next_attempt_ms, d.item.body.first()))
+        .collect();
+    assert_eq!(
+        replayed,
+        [(0, 0, Some(&3))],
+        "store contract: a replayed delivery is pending, due now, with no attempts"
+    );
 }
 
 /// What a store that keeps both tasks and the outbox must do, from empty:

@@ -312,16 +312,28 @@ pub(crate) fn page_size(query: &ListQuery) -> usize {
     query.page_size.max(1) as usize
 }
 
-#[async_trait]
-impl TaskStore for MemoryStore {
-    async fn load(&self, scope: &Scope, task_id: &str) -> Result<Option<v1::Task>, StoreError> {
+impl MemoryStore {
+    /// `read` of the task's entry, if it is in `scope`.
+    fn with_entry<T>(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        read: impl FnOnce(&Entry) -> T,
+    ) -> Option<T> {
         let inner = self.lock();
-        Ok(inner
+        inner
             .agents
             .get(&scope.agent)
             .and_then(|m| m.get(task_id))
             .filter(|e| e.owner == scope.owner)
-            .map(|e| e.task.clone()))
+            .map(read)
+    }
+}
+
+#[async_trait]
+impl TaskStore for MemoryStore {
+    async fn load(&self, scope: &Scope, task_id: &str) -> Result<Option<v1::Task>, StoreError> {
+        Ok(self.with_entry(scope, task_id, |e| e.task.clone()))
     }
 
     async fn save(&self, scope: &Scope, task: &v1::Task) -> Result<(), StoreError> {
@@ -333,13 +345,7 @@ impl TaskStore for MemoryStore {
         scope: &Scope,
         task_id: &str,
     ) -> Result<Option<(v1::Task, u64)>, StoreError> {
-        let inner = self.lock();
-        Ok(inner
-            .agents
-            .get(&scope.agent)
-            .and_then(|m| m.get(task_id))
-            .filter(|e| e.owner == scope.owner)
-            .map(|e| (e.task.clone(), e.saved_at)))
+        Ok(self.with_entry(scope, task_id, |e| (e.task.clone(), e.saved_at)))
     }
 
     /// A plain `save` (generation 0) keeps the generation it finds.

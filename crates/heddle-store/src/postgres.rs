@@ -258,37 +258,9 @@ fn push_filter(sql: &mut QueryBuilder<Postgres>, scope: &Scope, query: &ListQuer
     }
 }
 
-#[async_trait]
-impl TaskStore for PostgresStore {
-    async fn load(&self, scope: &Scope, task_id: &str) -> Result<Option<v1::Task>, StoreError> {
-        let row = sqlx::query("SELECT body FROM tasks WHERE agent = $1 AND id = $2 AND owner = $3")
-            .bind(&scope.agent)
-            .bind(task_id)
-            .bind(&scope.owner)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db)?;
-        row.map(|row| {
-            let body: Vec<u8> = row.try_get(0).map_err(|e| corrupt(task_id, e))?;
-            decode(task_id, &body)
-        })
-        .transpose()
-    }
-
-    async fn save(&self, scope: &Scope, task: &v1::Task) -> Result<(), StoreError> {
-        upsert(&self.pool, scope, task, 0).await
-    }
-
-    async fn save_at(
-        &self,
-        scope: &Scope,
-        task: &v1::Task,
-        generation: u64,
-    ) -> Result<(), StoreError> {
-        upsert(&self.pool, scope, task, generation).await
-    }
-
-    async fn load_at(
+impl PostgresStore {
+    /// The task and the generation it was saved at (`load` and `load_at`).
+    async fn select(
         &self,
         scope: &Scope,
         task_id: &str,
@@ -311,6 +283,34 @@ impl TaskStore for PostgresStore {
             ))
         })
         .transpose()
+    }
+}
+
+#[async_trait]
+impl TaskStore for PostgresStore {
+    async fn load(&self, scope: &Scope, task_id: &str) -> Result<Option<v1::Task>, StoreError> {
+        Ok(self.select(scope, task_id).await?.map(|(task, _)| task))
+    }
+
+    async fn save(&self, scope: &Scope, task: &v1::Task) -> Result<(), StoreError> {
+        upsert(&self.pool, scope, task, 0).await
+    }
+
+    async fn save_at(
+        &self,
+        scope: &Scope,
+        task: &v1::Task,
+        generation: u64,
+    ) -> Result<(), StoreError> {
+        upsert(&self.pool, scope, task, generation).await
+    }
+
+    async fn load_at(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+    ) -> Result<Option<(v1::Task, u64)>, StoreError> {
+        self.select(scope, task_id).await
     }
 
     /// One transaction when `outbox` is this store (the server's usual

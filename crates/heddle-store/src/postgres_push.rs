@@ -299,6 +299,21 @@ impl PushStore for PostgresStore {
             .map_err(db)?;
         rows.iter().map(delivery_row).collect()
     }
+
+    async fn replay_dead(&self, seqs: &[i64]) -> Result<u64, StoreError> {
+        let done = sqlx::query(
+            "UPDATE push_outbox SET state = $2, attempts = 0, next_ms = 0,
+                claimed_by = '', claimed_until = '-infinity'
+             WHERE seq = ANY($1) AND state = $3",
+        )
+        .bind(seqs)
+        .bind(PENDING)
+        .bind(DEAD)
+        .execute(&self.pool)
+        .await
+        .map_err(db)?;
+        Ok(done.rows_affected())
+    }
 }
 
 /// Records deliveries in the outbox inside `tx`, in the given order (one

@@ -186,6 +186,20 @@ impl PushStore for crate::MemoryStore {
         let inner = self.push.lock();
         Ok(inner.dead.values().take(limit).cloned().collect())
     }
+
+    async fn replay_dead(&self, seqs: &[i64]) -> Result<u64, StoreError> {
+        let mut inner = self.push.lock();
+        let mut replayed = 0;
+        for seq in seqs {
+            if let Some(mut d) = inner.dead.remove(seq) {
+                d.attempts = 0;
+                d.next_attempt_ms = 0;
+                inner.pending.insert(*seq, d);
+                replayed += 1;
+            }
+        }
+        Ok(replayed)
+    }
 }
 
 #[cfg(test)]

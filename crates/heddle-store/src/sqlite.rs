@@ -959,42 +959,9 @@ fn task_row(scope: &Scope, task: &v1::Task, generation: u64) -> TaskRow {
     }
 }
 
-#[async_trait]
-impl TaskStore for SqliteStore {
-    async fn load(&self, scope: &Scope, task_id: &str) -> Result<Option<v1::Task>, StoreError> {
-        let (agent, owner, id) = (scope.agent.clone(), scope.owner.clone(), task_id.to_owned());
-        self.readers
-            .with(move |conn| {
-                let mut stmt = conn
-                    .prepare_cached(
-                        "SELECT body FROM tasks WHERE agent = ?1 AND id = ?2 AND owner = ?3",
-                    )
-                    .map_err(db)?;
-                let mut rows = stmt.query(params![agent, id, owner]).map_err(db)?;
-                match rows.next().map_err(db)? {
-                    Some(row) => decode(&id, blob(row, 0, &id)?).map(Some),
-                    None => Ok(None),
-                }
-            })
-            .await
-    }
-
-    async fn save(&self, scope: &Scope, task: &v1::Task) -> Result<(), StoreError> {
-        self.save_at(scope, task, 0).await
-    }
-
-    async fn save_at(
-        &self,
-        scope: &Scope,
-        task: &v1::Task,
-        generation: u64,
-    ) -> Result<(), StoreError> {
-        let row = task_row(scope, task, generation);
-        self.write(|reply| WriteOp::Save { row, reply }).await?;
-        Ok(())
-    }
-
-    async fn load_at(
+impl SqliteStore {
+    /// The task and the generation it was saved at (`load` and `load_at`).
+    async fn select(
         &self,
         scope: &Scope,
         task_id: &str,
@@ -1019,6 +986,36 @@ impl TaskStore for SqliteStore {
                 }
             })
             .await
+    }
+}
+
+#[async_trait]
+impl TaskStore for SqliteStore {
+    async fn load(&self, scope: &Scope, task_id: &str) -> Result<Option<v1::Task>, StoreError> {
+        Ok(self.select(scope, task_id).await?.map(|(task, _)| task))
+    }
+
+    async fn save(&self, scope: &Scope, task: &v1::Task) -> Result<(), StoreError> {
+        self.save_at(scope, task, 0).await
+    }
+
+    async fn save_at(
+        &self,
+        scope: &Scope,
+        task: &v1::Task,
+        generation: u64,
+    ) -> Result<(), StoreError> {
+        let row = task_row(scope, task, generation);
+        self.write(|reply| WriteOp::Save { row, reply }).await?;
+        Ok(())
+    }
+
+    async fn load_at(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+    ) -> Result<Option<(v1::Task, u64)>, StoreError> {
+        self.select(scope, task_id).await
     }
 
     /// One transaction when `outbox` is this store (the server's usual

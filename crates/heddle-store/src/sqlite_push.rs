@@ -279,6 +279,25 @@ impl PushStore for SqliteStore {
     async fn dead_deliveries(&self, limit: usize) -> Result<Vec<Delivery>, StoreError> {
         self.deliveries(DEAD, limit).await
     }
+
+    async fn replay_dead(&self, seqs: &[i64]) -> Result<u64, StoreError> {
+        let seqs = seqs.to_vec();
+        self.exec(move |tx| {
+            let mut stmt = tx
+                .prepare_cached(
+                    "UPDATE push_outbox SET state = ?2, attempts = 0, next_ms = 0
+                     WHERE seq = ?1 AND state = ?3",
+                )
+                .map_err(db)?;
+            let mut replayed = 0u64;
+            for seq in seqs {
+                let n = stmt.execute(params![seq, PENDING, DEAD]).map_err(db)?;
+                replayed = replayed.saturating_add(n as u64);
+            }
+            Ok(replayed)
+        })
+        .await
+    }
 }
 
 /// Records deliveries in the outbox inside the writer's transaction.

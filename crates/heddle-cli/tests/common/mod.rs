@@ -74,3 +74,20 @@ pub fn heddle(args: &[&str]) -> Output {
         .output()
         .expect("heddle runs")
 }
+
+/// The URL of a service a test needs, from the environment variable `var`,
+/// or `None` (after saying what was skipped) to skip: with
+/// `HEDDLE_REQUIRE_SERVICES=1` (as `.ci/run` sets) a missing one fails.
+pub fn service_url(test: &str, var: &str, what: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var("HEDDLE_REQUIRE_SERVICES").as_deref() != Ok("1"),
+                "{test}: HEDDLE_REQUIRE_SERVICES=1 but {var} is not set"
+            );
+            println!("skipped: {test} needs {what} (set {var})");
+            None
+        }
+    }
+}

@@ -9,17 +9,7 @@ use super::{message, rpc, serve};
 
 /// The test database's URL, or `None` (after saying so) to skip.
 pub(super) fn database(test: &str) -> Option<String> {
-    match std::env::var("HEDDLE_TEST_POSTGRES_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var("HEDDLE_REQUIRE_SERVICES").as_deref() != Ok("1"),
-                "{test}: HEDDLE_REQUIRE_SERVICES=1 but HEDDLE_TEST_POSTGRES_URL is not set"
-            );
-            println!("skipped: {test} needs PostgreSQL (set HEDDLE_TEST_POSTGRES_URL)");
-            None
-        }
-    }
+    super::common::service_url(test, "HEDDLE_TEST_POSTGRES_URL", "PostgreSQL")
 }
 
 /// `url` with a password added to a user that has none (trust auth ignores

@@ -61,17 +61,7 @@ fn pushed_end(
 }
 
 fn nats(test: &str) -> Option<String> {
-    match std::env::var("HEDDLE_TEST_NATS_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var("HEDDLE_REQUIRE_SERVICES").as_deref() != Ok("1"),
-                "{test}: HEDDLE_REQUIRE_SERVICES=1 but HEDDLE_TEST_NATS_URL is not set"
-            );
-            println!("skipped: {test} needs NATS JetStream (set HEDDLE_TEST_NATS_URL)");
-            None
-        }
-    }
+    super::common::service_url(test, "HEDDLE_TEST_NATS_URL", "NATS JetStream")
 }
 
 /// One SSE event: its id (the generation) and its JSON-RPC result.

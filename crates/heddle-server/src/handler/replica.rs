@@ -218,8 +218,9 @@ impl RequestHandler {
         };
         let permit = self.stream_permit(cx)?;
         let scope = self.scope(&cx.caller);
-        // The task must be the caller's, and must not have ended before
-        // `after`: a stream over an ended task would wait forever.
+        // The task must be the caller's, and must not have ended by
+        // `after`: a stream over an ended task would wait forever. (One
+        // waiting for input waits here as it would on a plain subscribe.)
         let Some((task, stored)) = self
             .inner
             .store
@@ -238,7 +239,7 @@ impl RequestHandler {
             .last_generation(&scope, id)
             .await
             .map_err(|e| A2aError::internal(e.to_string()))?;
-        if (state.is_terminal() || state.is_interrupted()) && after >= stored.max(last) {
+        if state.is_terminal() && after >= stored.max(last) {
             return Err(A2aError::new(
                 ErrorCode::UnsupportedOperation,
                 format!(

@@ -197,6 +197,22 @@ impl PushNotifier {
         self.inner.observer.set(observer).is_ok()
     }
 
+    /// Deliveries that gave up (dead letters), oldest first, at most `limit`.
+    pub async fn dead_letters(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<heddle_store::Delivery>, heddle_store::StoreError> {
+        self.inner.store.dead_deliveries(limit).await
+    }
+
+    /// Puts the dead letters `seqs` back in the outbox, due at once, and
+    /// wakes the worker; how many were dead.
+    pub async fn replay_dead(&self, seqs: &[i64]) -> Result<u64, heddle_store::StoreError> {
+        let replayed = self.inner.store.replay_dead(seqs).await?;
+        self.inner.wake.notify_one();
+        Ok(replayed)
+    }
+
     /// The SSRF policy in force.
     pub fn policy(&self) -> &PushPolicy {
         &self.inner.opts.policy
@@ -510,8 +526,11 @@ impl PushNotifier {
     }
 }
 
-/// A refusal by the policy resolver is permanent; other transport errors are not.
+/// A refusal by the policy resolver is permanent; other transport errors are
+/// not. The text never names the URL: its query may hold the receiver's
+/// secret, and the text is kept in the outbox, logged and shown to admins.
 fn classify(e: reqwest::Error) -> AttemptError {
+    let e = e.without_url();
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
     while let Some(s) = source {
         if let Some(r) = s.downcast_ref::<Refused>() {
