@@ -116,6 +116,12 @@ pub struct ServeArgs {
     /// in seconds: a dead replica's tasks end within about this long.
     #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=3600))]
     lease_secs: u64,
+    /// With a PostgreSQL store, how long a replica holds the push
+    /// deliveries it claimed, in seconds: those a dead replica had claimed
+    /// go out from another after this long. Longer than a delivery attempt
+    /// takes, or a slow one is sent twice (receivers drop it by its id).
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    push_claim_secs: u64,
 }
 
 /// How log lines are written ([`ServeArgs::log_format`]).
@@ -157,6 +163,7 @@ pub(crate) fn default_db() -> PathBuf {
 async fn open_store(
     spec: Option<&str>,
     max_bytes: usize,
+    push_claim: std::time::Duration,
 ) -> anyhow::Result<(Arc<dyn TaskStore>, String)> {
     match spec {
         Some("memory") => {
@@ -168,7 +175,11 @@ async fn open_store(
         }
         Some(s) if s.starts_with("sqlite:") => open_sqlite(PathBuf::from(&s["sqlite:".len()..])),
         Some(url) if is_postgres(url) => {
-            let store = open_postgres(url).await?;
+            let options = PostgresOptions {
+                claim_lease: push_claim,
+                ..PostgresOptions::default()
+            };
+            let store = open_postgres(url, options).await?;
             let name = store.url().to_owned();
             Ok((Arc::new(store), name))
         }
@@ -217,15 +228,13 @@ pub(crate) fn is_postgres(spec: &str) -> bool {
 
 /// Connects to the PostgreSQL store at `url` and migrates it; errors name
 /// the URL without its password.
-pub(crate) async fn open_postgres(url: &str) -> anyhow::Result<PostgresStore> {
-    PostgresStore::connect(url, PostgresOptions::default())
-        .await
-        .with_context(|| {
-            format!(
-                "opening the PostgreSQL store at {}",
-                heddle_store::redact_url(url)
-            )
-        })
+async fn open_postgres(url: &str, options: PostgresOptions) -> anyhow::Result<PostgresStore> {
+    PostgresStore::connect(url, options).await.with_context(|| {
+        format!(
+            "opening the PostgreSQL store at {}",
+            heddle_store::redact_url(url)
+        )
+    })
 }
 
 fn open_sqlite(path: PathBuf) -> anyhow::Result<(Arc<dyn TaskStore>, String)> {
@@ -243,8 +252,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let bindings = bindings(&args.bindings)?;
     let tls = args.security.tls()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
-    let (store, store_name) =
-        open_store(args.store.as_deref(), args.memory_store_max_bytes).await?;
+    let (store, store_name) = open_store(
+        args.store.as_deref(),
+        args.memory_store_max_bytes,
+        std::time::Duration::from_secs(args.push_claim_secs),
+    )
+    .await?;
     let auth = crate::serve_auth::authenticator(
         args.require_auth,
         args.config.as_deref(),

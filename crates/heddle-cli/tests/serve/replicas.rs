@@ -152,25 +152,26 @@ fn assert_gap_free(events: &[Seen]) {
 }
 
 fn replica(store: &str, nats: &str, log: &std::path::Path) -> Server {
+    replica_with(store, nats, log, &[])
+}
+
+fn replica_with(store: &str, nats: &str, log: &std::path::Path, extra: &[&str]) -> Server {
     let log = std::fs::File::create(log).expect("log file");
-    serve_logging(
-        store,
-        &[
-            "--events",
-            nats,
-            "--lease-secs",
-            "2",
-            "--writer-stream-pause-ms",
-            "1500",
-            "--push-allow",
-            "127.0.0.1/32",
-            "--push-allow-http",
-            "--push-initial-backoff-ms",
-            "100",
-        ],
-        &[("RUST_LOG", "warn")],
-        Stdio::from(log),
-    )
+    let mut args = vec![
+        "--events",
+        nats,
+        "--lease-secs",
+        "2",
+        "--writer-stream-pause-ms",
+        "1500",
+        "--push-allow",
+        "127.0.0.1/32",
+        "--push-allow-http",
+        "--push-initial-backoff-ms",
+        "100",
+    ];
+    args.extend_from_slice(extra);
+    serve_logging(store, &args, &[("RUST_LOG", "warn")], Stdio::from(log))
 }
 
 /// A writer-stream task started on `url` and left running.
@@ -316,5 +317,104 @@ async fn three_replicas_share_streams_cancels_and_a_dead_replicas_tasks() {
     );
     let _ = hooks.kill();
     let _ = hooks.wait();
+    drop((b, c));
+}
+
+/// Push deliveries of tasks run on A, sent by three replicas' workers from
+/// one outbox; A is killed mid-way while its worker holds the claims on
+/// every task's deliveries (the receiver is down until then). Once the
+/// claims run out the others send them: every task's events reach the
+/// receiver in order, its end (written by the replica that took the task
+/// over) included; a delivery sent twice has one id, which the receiver
+/// drops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_deliveries_survive_a_replica_killed_mid_way() {
+    let test = "push_deliveries_survive_a_replica_killed_mid_way";
+    let (Some(url), Some(nats)) = (database(test), nats(test)) else {
+        return;
+    };
+    let name = format!("heddle_replicas_push_{}", std::process::id());
+    let _cleanup = DropSchema {
+        url: url.clone(),
+        name: name.clone(),
+    };
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let store = format!("{url}{sep}schema={name}");
+    let logs = tempfile::tempdir().expect("tmp");
+    let claim = [
+        "--push-claim-secs",
+        "2",
+        "--push-max-backoff-ms",
+        "500",
+        "--push-max-attempts",
+        "100",
+    ];
+    let mut a = replica_with(&store, &nats, &logs.path().join("a.log"), &claim);
+    let b = replica_with(&store, &nats, &logs.path().join("b.log"), &claim);
+    let c = replica_with(&store, &nats, &logs.path().join("c.log"), &claim);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let client = reqwest::Client::new();
+    let mut tasks = Vec::new();
+    // The receiver is down until A is dead: A's worker holds the claims on
+    // every task's deliveries, retrying, when it dies.
+    for i in 0..3 {
+        let sent = rpc(
+            &client,
+            &a.url,
+            "writer-stream",
+            "SendMessage",
+            json!({"message": message(&format!("push-{i}"), "write"),
+                   "configuration": {"returnImmediately": true, "taskPushNotificationConfig": {
+                       "url": format!("http://127.0.0.1:{port}/hook"), "token": "tok"}}}),
+        )
+        .await
+        .expect("send");
+        tasks.push(sent["task"]["id"].as_str().expect("task id").to_owned());
+    }
+    // Each task's first chunk is out (1.5 s in), its second not yet.
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    a.child.kill().expect("kill -9 A");
+    let (mut hooks, pushed) = webhook_listen(port);
+
+    let mut seen: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let ended = |seen: &std::collections::BTreeMap<String, Vec<String>>| {
+        tasks.iter().all(|t| {
+            seen.get(t)
+                .is_some_and(|e| e.last().map(String::as_str) == Some("TASK_STATE_FAILED"))
+        })
+    };
+    while !ended(&seen) && Instant::now() < deadline {
+        if let Ok(v) = pushed.recv_timeout(Duration::from_millis(200)) {
+            let task = v["taskId"].as_str().unwrap_or_default().to_owned();
+            let e = &v["event"];
+            let label = if let Some(t) = e.get("task") {
+                format!("task:{}", t["status"]["state"].as_str().unwrap_or(""))
+            } else if let Some(s) = e.pointer("/statusUpdate/status/state") {
+                s.as_str().unwrap_or_default().to_owned()
+            } else {
+                "artifact".to_owned()
+            };
+            seen.entry(task).or_default().push(label);
+        }
+    }
+    let _ = hooks.kill();
+    let _ = hooks.wait();
+    for t in &tasks {
+        let events = seen.get(t).cloned().unwrap_or_default();
+        assert_eq!(
+            events,
+            [
+                "task:TASK_STATE_SUBMITTED",
+                "TASK_STATE_WORKING",
+                "artifact",
+                "TASK_STATE_FAILED"
+            ],
+            "task {t}: every event once, in order, the end from the replica that took over"
+        );
+    }
     drop((b, c));
 }

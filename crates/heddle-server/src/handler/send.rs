@@ -177,22 +177,13 @@ impl RequestHandler {
                 st.persist_on_create = true;
             }
             if config.return_immediately && !stream && !st.created {
-                let generation = st.generation.saturating_add(1);
-                self.inner
-                    .store
-                    .save_at(&live.scope, &st.task, generation)
-                    .await
-                    .map_err(store_err)?;
-                st.generation = generation;
-                st.created = true;
-                live.observe_created(&st);
-                if live.cluster.is_some() {
-                    let event = crate::live::Event::new(
-                        generation,
-                        v1::stream_response::Payload::Task(st.task.clone()),
-                    );
-                    live.share(&event).await;
-                }
+                // Created (saved, announced, pushed) before the caller is
+                // answered, as a stream's first event would be.
+                st.persist_on_create = true;
+                live.create_if_needed(&mut st).await.map_err(|e| match e {
+                    crate::EventError::Store(e) => store_err(e),
+                    other => A2aError::internal(other.to_string()),
+                })?;
             }
             st.settled_gen
         };
