@@ -391,8 +391,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         "  admin API      {public_url}/api/v1/admin/agents (token in {}; `heddle agents` uses it)",
         token_file.display()
     );
-    if let (Some(cluster), Some(url)) = (&cluster, &args.events) {
+    if let Some(cluster) = &cluster {
+        // Control requests, lease renewal and the reaper, now that every
+        // agent's handler is registered with it.
         cluster.start();
+    }
+    if let (Some(cluster), Some(url)) = (&cluster, &args.events) {
         println!(
             "  events         {} (replica {}{})",
             heddle_store::redact_url(url),

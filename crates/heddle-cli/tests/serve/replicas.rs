@@ -60,6 +60,10 @@ fn pushed_end(
     String::new()
 }
 
+/// The replica tests one at a time: each runs three servers, and their
+/// time limits assume the machine is not running six.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn nats(test: &str) -> Option<String> {
     super::common::service_url(test, "HEDDLE_TEST_NATS_URL", "NATS JetStream")
 }
@@ -169,6 +173,10 @@ fn replica_with(store: &str, nats: &str, log: &std::path::Path, extra: &[&str]) 
         "--push-allow-http",
         "--push-initial-backoff-ms",
         "100",
+        // A killed replica may hold the claim on a task's deliveries; the
+        // others send them (the task's end among them) after this long.
+        "--push-claim-secs",
+        "2",
     ];
     args.extend_from_slice(extra);
     serve_logging(store, &args, &[("RUST_LOG", "warn")], Stdio::from(log))
@@ -195,6 +203,7 @@ async fn three_replicas_share_streams_cancels_and_a_dead_replicas_tasks() {
     let (Some(url), Some(nats)) = (database(test), nats(test)) else {
         return;
     };
+    let _one = ONE_AT_A_TIME.lock().await;
     let name = format!("heddle_replicas_test_{}", std::process::id());
     let _cleanup = DropSchema {
         url: url.clone(),
@@ -241,7 +250,7 @@ async fn three_replicas_share_streams_cancels_and_a_dead_replicas_tasks() {
     );
     assert_gap_free(&seen);
     assert_eq!(
-        pushed_end(&pushed, &first, Duration::from_secs(10)),
+        pushed_end(&pushed, &first, Duration::from_secs(20)),
         "TASK_STATE_CANCELED",
         "A delivered the cancel to the config made on B"
     );
@@ -311,7 +320,7 @@ async fn three_replicas_share_streams_cancels_and_a_dead_replicas_tasks() {
     .expect("get");
     assert_eq!(got["status"]["state"], "TASK_STATE_FAILED");
     assert_eq!(
-        pushed_end(&pushed, &second, Duration::from_secs(10)),
+        pushed_end(&pushed, &second, Duration::from_secs(20)),
         "TASK_STATE_FAILED",
         "the replica that ended the dead one's task delivered its end"
     );
@@ -333,6 +342,7 @@ async fn push_deliveries_survive_a_replica_killed_mid_way() {
     let (Some(url), Some(nats)) = (database(test), nats(test)) else {
         return;
     };
+    let _one = ONE_AT_A_TIME.lock().await;
     let name = format!("heddle_replicas_push_{}", std::process::id());
     let _cleanup = DropSchema {
         url: url.clone(),
@@ -341,14 +351,7 @@ async fn push_deliveries_survive_a_replica_killed_mid_way() {
     let sep = if url.contains('?') { '&' } else { '?' };
     let store = format!("{url}{sep}schema={name}");
     let logs = tempfile::tempdir().expect("tmp");
-    let claim = [
-        "--push-claim-secs",
-        "2",
-        "--push-max-backoff-ms",
-        "500",
-        "--push-max-attempts",
-        "100",
-    ];
+    let claim = ["--push-max-backoff-ms", "500", "--push-max-attempts", "100"];
     let mut a = replica_with(&store, &nats, &logs.path().join("a.log"), &claim);
     let b = replica_with(&store, &nats, &logs.path().join("b.log"), &claim);
     let c = replica_with(&store, &nats, &logs.path().join("c.log"), &claim);

@@ -37,7 +37,8 @@ impl RequestHandler {
             _permit: Option<StreamSlot>,
             /// The stream's facts and start, when an observer watches.
             watch: Option<(Method, Option<Binding>, ProtocolVersion, Instant)>,
-            /// The generation of the snapshot sent first (0: none).
+            /// The generation of the last snapshot sent (0: none): events
+            /// at or below it are already in it.
             sent: u64,
         }
         impl Drop for Guard {
@@ -105,6 +106,8 @@ impl RequestHandler {
                             Arc::new(Event::new(st.generation, Payload::Task(st.task.clone())))
                         };
                         let end = is_final(&snap.response);
+                        // What the channel still holds up to it is in it.
+                        guard.sent = snap.generation;
                         Some((
                             snap,
                             (if end { None } else { Some(rx) }, None, end, live, guard),
