@@ -210,7 +210,8 @@ pub trait LeaseStore: Send + Sync + 'static {
     ) -> Result<bool, StoreError>;
 
     /// Extends every lease `replica` holds to `ttl_ms` from now; how many
-    /// it holds.
+    /// it holds. With 0 they run out now: a stopping replica hands its
+    /// tasks to the others' next [`claim_expired`](Self::claim_expired).
     async fn renew_leases(&self, replica: &str, ttl_ms: i64) -> Result<u64, StoreError>;
 
     /// The replica holding the lease on `task_id` of `agent`, if any

@@ -447,12 +447,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let signal = async {
         shutdown().await;
-        if let Some(cluster) = &cluster {
-            cluster.stop();
-        }
+        // Streams end first, each telling its client to subscribe again
+        // (here once restarted, or on another replica); then the listeners
+        // stop accepting and finish what their connections have begun.
+        hub.drain_streams();
         let _ = stop_tx.send(true);
     };
     let (http, grpc, ()) = tokio::join!(http, grpc, signal);
+    if let Some(cluster) = &cluster {
+        cluster.shutdown().await;
+    }
     http?;
     grpc?;
     Ok(())

@@ -285,7 +285,8 @@ impl Shared {
             .stream_slots(self.streams.clone())
             .caller_limits(self.caller_limits.clone())
             .versions(self.versions)
-            .observer(self.agent_observer(&id));
+            .observer(self.agent_observer(&id))
+            .stream_drain(self.drain.clone());
         if let Some(extended) = extended {
             handler = handler.extended_card(extended);
         }

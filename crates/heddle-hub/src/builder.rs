@@ -355,6 +355,7 @@ impl HubBuilder {
             metrics_access: self.metrics_access,
             observer: self.observer,
             cluster: self.cluster,
+            drain: heddle_server::StreamDrain::new(),
             mcp: crate::mcp::server::Pool::default(),
             changes: tokio::sync::Mutex::new(()),
             #[cfg(feature = "grpc")]

@@ -206,6 +206,9 @@ pub(crate) struct Shared {
     /// The other replicas, when the hub is one of several
     /// (`HubBuilder::cluster`).
     pub(crate) cluster: Option<Arc<heddle_server::cluster::Cluster>>,
+    /// Ends every agent's open streams when the hub stops
+    /// ([`Hub::drain_streams`]).
+    pub(crate) drain: heddle_server::StreamDrain,
     /// The servers of the mcp agents.
     pub(crate) mcp: mcp::server::Pool,
     /// One registry change at a time: the store write and the table swap
@@ -332,6 +335,15 @@ impl Hub {
     /// The names of the builtin executors `builtin` entries may name.
     pub fn builtins(&self) -> Vec<String> {
         self.shared.builtins.keys().cloned().collect()
+    }
+
+    /// Ends every agent's open task streams, each with a last event telling
+    /// its client to subscribe again ([`heddle_server::RESUBSCRIBE_KEY`]);
+    /// streams opened later end so at once. For a server that is stopping:
+    /// call it before closing the listeners (`heddle serve` does on
+    /// SIGTERM), so clients move to another replica cleanly.
+    pub fn drain_streams(&self) {
+        self.shared.drain.start();
     }
 
     /// The hub's public URL.

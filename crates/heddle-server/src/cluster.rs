@@ -252,6 +252,22 @@ impl Cluster {
         self.stop.cancel();
     }
 
+    /// Stops the loops and hands this replica's tasks over: their leases
+    /// run out now, so the other replicas end them at their next reaping
+    /// round instead of a lease time later. For a replica that is stopping,
+    /// once its streams and connections are drained; a write its executors
+    /// still make after that conflicts with the takeover and is dropped.
+    pub async fn shutdown(&self) {
+        self.stop();
+        if let Some((store, _)) = &self.leases {
+            match store.renew_leases(&self.replica, 0).await {
+                Ok(n) if n > 0 => tracing::info!(tasks = n, "handed this replica's tasks over"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "could not hand this replica's tasks over"),
+            }
+        }
+    }
+
     async fn renew_loop(&self, store: Arc<dyn LeaseStore>, times: LeaseTimes) {
         let mut tick = tokio::time::interval(times.ttl / 3);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

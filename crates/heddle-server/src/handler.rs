@@ -8,6 +8,7 @@ use heddle_core::{A2aError, ErrorCode, ProtocolVersion, VersionSet, call::Call, 
 use heddle_store::{Scope, StoreError, TaskStore};
 
 mod cancel;
+mod drain;
 mod gate;
 mod push_configs;
 mod queue;
@@ -17,6 +18,7 @@ mod send;
 mod stream;
 mod stream_slots;
 
+pub use drain::{RESUBSCRIBE_KEY, StreamDrain};
 pub use gate::{Pass, SendAtGate, SendGate};
 pub use queue::{Concurrency, Priority, PriorityFn};
 pub use stream_slots::StreamSlots;
@@ -181,6 +183,7 @@ pub(crate) struct Inner {
     max_hops: u32,
     observer: Option<Arc<dyn Observer>>,
     cluster: Option<Arc<crate::cluster::Cluster>>,
+    drain: StreamDrain,
 }
 
 /// A [`RequestHandler`] being put together (see [`RequestHandler::builder`]).
@@ -203,6 +206,7 @@ pub struct HandlerBuilder {
     max_hops: u32,
     observer: Option<Arc<dyn Observer>>,
     cluster: Option<Arc<crate::cluster::Cluster>>,
+    drain: StreamDrain,
 }
 
 impl HandlerBuilder {
@@ -316,6 +320,14 @@ impl HandlerBuilder {
         self
     }
 
+    /// Ends this handler's open streams when `drain` starts, each with a
+    /// last event telling its client to subscribe again (see
+    /// [`StreamDrain`]). Give every handler of a server the same one.
+    pub fn stream_drain(mut self, drain: StreamDrain) -> Self {
+        self.drain = drain;
+        self
+    }
+
     /// The handler.
     pub fn build(self) -> RequestHandler {
         let streams = self.streams.unwrap_or_else(|| {
@@ -355,6 +367,7 @@ impl HandlerBuilder {
                 max_hops: self.max_hops,
                 observer: self.observer,
                 cluster: self.cluster,
+                drain: self.drain,
             }),
         };
         if let Some(cluster) = &handler.inner.cluster {
@@ -455,6 +468,7 @@ impl RequestHandler {
             max_hops: heddle_api::delegation::DEFAULT_MAX_HOPS,
             observer: None,
             cluster: None,
+            drain: StreamDrain::default(),
         }
     }
 

@@ -28,9 +28,12 @@
 //!   [`message_check`](HandlerBuilder::message_check),
 //!   [`versions`](HandlerBuilder::versions),
 //!   [`extended_card`](HandlerBuilder::extended_card),
-//!   [`push`](HandlerBuilder::push) and
+//!   [`push`](HandlerBuilder::push),
 //!   [`observer`](HandlerBuilder::observer) (calls, streams and task
-//!   states told to an [`Observer`], for metrics).
+//!   states told to an [`Observer`], for metrics) and
+//!   [`stream_drain`](HandlerBuilder::stream_drain) (open streams ended
+//!   with a last event telling clients to subscribe again, when the
+//!   server stops: [`StreamDrain`]).
 //! * [`observe`]: the [`Observer`] trait and what it is told.
 //! * [`lifecycle`]: the task state machine.
 //! * `jsonrpc` (private) and [`server::AgentRoutes`]: the JSON-RPC + SSE
@@ -92,7 +95,8 @@ pub use binding::{Binding, refusal, refusal_parts};
 pub use events::{EventError, TaskEvents};
 pub use handler::{
     CallContext, Concurrency, EventStream, HandlerBuilder, Limits, MessageCheck, Pass, Priority,
-    PriorityFn, Reply, RequestHandler, SendAtGate, SendGate, StreamSlots,
+    PriorityFn, RESUBSCRIBE_KEY, Reply, RequestHandler, SendAtGate, SendGate, StreamDrain,
+    StreamSlots,
 };
 pub use heddle_api::delegation;
 pub use live::{Event, Update};

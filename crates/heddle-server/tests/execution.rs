@@ -166,3 +166,7 @@ mod queue;
 
 #[path = "execution/observe.rs"]
 mod observe;
+
+/// Streams ended by a server that stops.
+#[path = "execution/drain.rs"]
+mod drain;

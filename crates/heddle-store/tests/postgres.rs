@@ -655,4 +655,23 @@ async fn an_expired_lease_is_claimed_once_and_a_live_one_not_at_all() {
     assert!(store.lease_holder("a", "t3").await.unwrap().is_some());
     store.release_lease("a", "t3", "r2").await.unwrap();
     assert_eq!(store.lease_holder("a", "t3").await.unwrap(), None);
+    // A replica that stops hands its tasks over: its leases, renewed with
+    // no time left, are claimed at the others' next round.
+    assert!(
+        store
+            .acquire_lease(&scope, "t5", "r3", 60_000)
+            .await
+            .unwrap()
+    );
+    assert!(store.claim_expired(&agents, 10).await.unwrap().is_empty());
+    assert_eq!(store.renew_leases("r3", 0).await.unwrap(), 1);
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let handed: Vec<_> = store
+        .claim_expired(&agents, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|l| l.task_id)
+        .collect();
+    assert_eq!(handed, ["t5"]);
 }

@@ -3,8 +3,10 @@
 //! runs, a cancel sent to a third reaches the runner, a replica killed with
 //! SIGKILL has its task ended FAILED within the lease time, and a client
 //! resuming with `Last-Event-ID` on yet another replica gets exactly the
-//! events it missed. Every stream is checked by generation: one more per
-//! event, none skipped, none twice. Push configs made on one replica are
+//! events it missed. A replica stopped with SIGTERM ends its streams with
+//! an event telling clients to subscribe again, and hands its tasks over.
+//! Every stream is checked by generation: one more per event, none skipped,
+//! none twice. Push configs made on one replica are
 //! delivered for events another replica applies, the dead replica's
 //! task's end included.
 //!
@@ -68,7 +70,8 @@ fn nats(test: &str) -> Option<String> {
     super::common::service_url(test, "HEDDLE_TEST_NATS_URL", "NATS JetStream")
 }
 
-/// One SSE event: its id (the generation) and its JSON-RPC result.
+/// One SSE event: its id (the generation; 0 for a drained stream's last
+/// event, which has none) and its JSON-RPC result.
 #[derive(Clone, Debug)]
 struct Seen {
     generation: u64,
@@ -118,11 +121,18 @@ async fn subscribe(url: &str, task_id: &str, last_event_id: Option<u64>) -> mpsc
                     }
                 }
                 if let Some(data) = data {
+                    let result = data["result"].clone();
+                    assert!(!result.is_null(), "an error event: {data}");
+                    // Only a drained stream's last event has no generation.
+                    let drained = result["statusUpdate"]["metadata"][RESUBSCRIBE_KEY].is_object();
+                    assert!(
+                        generation.is_some() || drained,
+                        "every task event names its generation: {data}"
+                    );
                     let seen = Seen {
-                        generation: generation.expect("every task event names its generation"),
-                        result: data["result"].clone(),
+                        generation: generation.unwrap_or(0),
+                        result,
                     };
-                    assert!(!data["result"].is_null(), "an error event: {data}");
                     if tx.send(seen).await.is_err() {
                         return;
                     }
@@ -155,11 +165,48 @@ fn assert_gap_free(events: &[Seen]) {
     }
 }
 
-fn replica(store: &str, nats: &str, log: &std::path::Path) -> Server {
-    replica_with(store, nats, log, &[])
+/// Three replicas on a schema of their own, the test's alone while it
+/// runs. The servers stop before the schema goes.
+struct Three {
+    a: Server,
+    b: Server,
+    c: Server,
+    _logs: tempfile::TempDir,
+    _schema: DropSchema,
+    _one: tokio::sync::MutexGuard<'static, ()>,
 }
 
-fn replica_with(store: &str, nats: &str, log: &std::path::Path, extra: &[&str]) -> Server {
+/// [`Three`] replicas with `extra` arguments, in schema `{prefix}_{pid}`;
+/// `None` (the test skips) without PostgreSQL or NATS.
+async fn three(test: &str, prefix: &str, extra: &[&str]) -> Option<Three> {
+    let (Some(url), Some(nats)) = (database(test), nats(test)) else {
+        return None;
+    };
+    let one = ONE_AT_A_TIME.lock().await;
+    let name = format!("{prefix}_{}", std::process::id());
+    let schema = DropSchema {
+        url: url.clone(),
+        name: name.clone(),
+    };
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let store = format!("{url}{sep}schema={name}");
+    let logs = tempfile::tempdir().expect("tmp");
+    // One at a time: the first migrates the schema.
+    let a = replica(&store, &nats, &logs.path().join("a.log"), extra);
+    let b = replica(&store, &nats, &logs.path().join("b.log"), extra);
+    let c = replica(&store, &nats, &logs.path().join("c.log"), extra);
+    assert!(a.banner.contains("postgres"), "{}", a.banner);
+    Some(Three {
+        a,
+        b,
+        c,
+        _logs: logs,
+        _schema: schema,
+        _one: one,
+    })
+}
+
+fn replica(store: &str, nats: &str, log: &std::path::Path, extra: &[&str]) -> Server {
     let log = std::fs::File::create(log).expect("log file");
     let mut args = vec![
         "--events",
@@ -200,23 +247,10 @@ async fn start_task(url: &str, id: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_replicas_share_streams_cancels_and_a_dead_replicas_tasks() {
     let test = "three_replicas_share_streams_cancels_and_a_dead_replicas_tasks";
-    let (Some(url), Some(nats)) = (database(test), nats(test)) else {
+    let Some(mut three) = three(test, "heddle_replicas_test", &[]).await else {
         return;
     };
-    let _one = ONE_AT_A_TIME.lock().await;
-    let name = format!("heddle_replicas_test_{}", std::process::id());
-    let _cleanup = DropSchema {
-        url: url.clone(),
-        name: name.clone(),
-    };
-    let sep = if url.contains('?') { '&' } else { '?' };
-    let store = format!("{url}{sep}schema={name}");
-    let logs = tempfile::tempdir().expect("tmp");
-    // One at a time: the first migrates the schema.
-    let mut a = replica(&store, &nats, &logs.path().join("a.log"));
-    let b = replica(&store, &nats, &logs.path().join("b.log"));
-    let c = replica(&store, &nats, &logs.path().join("c.log"));
-    assert!(a.banner.contains("postgres"), "{}", a.banner);
+    let Three { a, b, c, .. } = &mut three;
     let client = reqwest::Client::new();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -326,7 +360,7 @@ async fn three_replicas_share_streams_cancels_and_a_dead_replicas_tasks() {
     );
     let _ = hooks.kill();
     let _ = hooks.wait();
-    drop((b, c));
+    stopping_replica_hands_its_streams_and_tasks_over(b, c).await;
 }
 
 /// Push deliveries of tasks run on A, sent by three replicas' workers from
@@ -339,22 +373,11 @@ async fn three_replicas_share_streams_cancels_and_a_dead_replicas_tasks() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_deliveries_survive_a_replica_killed_mid_way() {
     let test = "push_deliveries_survive_a_replica_killed_mid_way";
-    let (Some(url), Some(nats)) = (database(test), nats(test)) else {
+    let claim = ["--push-max-backoff-ms", "500", "--push-max-attempts", "100"];
+    let Some(mut three) = three(test, "heddle_replicas_push", &claim).await else {
         return;
     };
-    let _one = ONE_AT_A_TIME.lock().await;
-    let name = format!("heddle_replicas_push_{}", std::process::id());
-    let _cleanup = DropSchema {
-        url: url.clone(),
-        name: name.clone(),
-    };
-    let sep = if url.contains('?') { '&' } else { '?' };
-    let store = format!("{url}{sep}schema={name}");
-    let logs = tempfile::tempdir().expect("tmp");
-    let claim = ["--push-max-backoff-ms", "500", "--push-max-attempts", "100"];
-    let mut a = replica_with(&store, &nats, &logs.path().join("a.log"), &claim);
-    let b = replica_with(&store, &nats, &logs.path().join("b.log"), &claim);
-    let c = replica_with(&store, &nats, &logs.path().join("c.log"), &claim);
+    let a = &mut three.a;
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("free port")
@@ -419,5 +442,91 @@ async fn push_deliveries_survive_a_replica_killed_mid_way() {
             "task {t}: every event once, in order, the end from the replica that took over"
         );
     }
-    drop((b, c));
+}
+
+/// The metadata key of a drained stream's last event.
+const RESUBSCRIBE_KEY: &str = "https://heddle.dev/extensions/resubscribe/v1";
+
+/// B stops with SIGTERM while a client follows a task B runs: the stream
+/// ends at once with a last event that has no generation of its own and
+/// names the last one sent; B exits cleanly; the client subscribes again
+/// on C from there and misses nothing; B's leases ran out as it stopped, so
+/// C ends the task FAILED, saying its replica stopped.
+async fn stopping_replica_hands_its_streams_and_tasks_over(b: &mut Server, c: &Server) {
+    let third = start_task(&b.url, "replicas-3").await;
+    let mut on_b = subscribe(&b.url, &third, None).await;
+    let mut before = Vec::new();
+    while let Ok(Some(s)) = tokio::time::timeout(Duration::from_secs(10), on_b.recv()).await {
+        let chunk = s.result.get("artifactUpdate").is_some();
+        before.push(s);
+        if chunk {
+            break;
+        }
+    }
+    assert!(
+        before
+            .last()
+            .is_some_and(|s| s.result.get("artifactUpdate").is_some()),
+        "a chunk before the stop: {before:?}"
+    );
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &b.child.id().to_string()])
+        .status()
+        .expect("kill -TERM");
+    assert!(term.success());
+    let stopping = Instant::now();
+    let mut rest = drain(&mut on_b, Duration::from_secs(10)).await;
+    assert!(
+        stopping.elapsed() < Duration::from_secs(3),
+        "the stream ended as B stopped, not {:?} later",
+        stopping.elapsed()
+    );
+    let last = rest.pop().expect("a last event");
+    let why = &last.result["statusUpdate"]["metadata"][RESUBSCRIBE_KEY];
+    assert!(
+        why.is_object(),
+        "the last event says to subscribe again: {last:?}"
+    );
+    assert_eq!(last.generation, 0, "it changes nothing, so has no id");
+    assert_eq!(last.state(), Some("TASK_STATE_WORKING"), "{last:?}");
+    let events: Vec<Seen> = before.into_iter().chain(rest).collect();
+    assert_gap_free(&events);
+    let last_id: u64 = why["lastEventId"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .expect("lastEventId");
+    assert_eq!(
+        Some(last_id),
+        events.last().map(|s| s.generation),
+        "it names the last event sent"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let exited = loop {
+        if let Some(status) = b.child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "B did not stop");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(exited.success(), "B stopped cleanly: {exited}");
+
+    let mut on_c = subscribe(&c.url, &third, Some(last_id)).await;
+    let resumed = drain(&mut on_c, Duration::from_secs(10)).await;
+    assert_eq!(
+        resumed.first().map(|s| s.generation),
+        Some(last_id + 1),
+        "resumed right after the last event seen: {resumed:?}"
+    );
+    assert_gap_free(&resumed);
+    let end = resumed.last().expect("events on C");
+    assert_eq!(end.state(), Some("TASK_STATE_FAILED"), "{resumed:?}");
+    let reason = end.result["statusUpdate"]["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(reason.contains("replica"), "the end says why: {reason:?}");
+    assert!(
+        stopping.elapsed() < Duration::from_secs(8),
+        "ended {:?} after B was told to stop",
+        stopping.elapsed()
+    );
 }

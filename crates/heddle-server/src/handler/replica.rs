@@ -16,7 +16,10 @@ use heddle_core::{
 };
 use heddle_store::Scope;
 
-use super::{CallContext, EventStream, RequestHandler, stream::is_final};
+use super::{
+    CallContext, EventStream, RequestHandler,
+    stream::{is_final, resubscribe_event},
+};
 use crate::{
     agent::Caller,
     cluster::{Cluster, EventFeed},
@@ -271,21 +274,45 @@ impl RequestHandler {
         });
         let agent_id = self.inner.agent_id.clone();
         let (binding, version) = (cx.binding, cx.version);
-        let s = futures::stream::unfold((Some(feed), permit), |(feed, permit)| async move {
-            let mut feed = feed?;
-            match feed.next().await {
-                Some(Ok(event)) => {
-                    let end = is_final(&event.response);
-                    let next = if end { None } else { Some(feed) };
-                    Some((Arc::new(event), (next, permit)))
+        // What a drained stream's last event says: the newest status seen.
+        let seen = Seen {
+            task_id: task.id.clone(),
+            context_id: task.context_id.clone(),
+            status: task.status.clone(),
+            last: after,
+        };
+        let drain = self.inner.drain.clone();
+        let s = futures::stream::unfold(
+            (Some(feed), permit, seen),
+            move |(feed, permit, mut seen)| {
+                let drain = drain.clone();
+                async move {
+                    let mut feed = feed?;
+                    let next = tokio::select! {
+                        biased;
+                        () = drain.wait() => {
+                            let last = resubscribe_event(
+                                &seen.task_id, &seen.context_id, seen.status.take(), seen.last);
+                            return Some((last, (None, permit, seen)));
+                        }
+                        next = feed.next() => next,
+                    };
+                    match next {
+                        Some(Ok(event)) => {
+                            seen.note(&event);
+                            let end = is_final(&event.response);
+                            let next = if end { None } else { Some(feed) };
+                            Some((Arc::new(event), (next, permit, seen)))
+                        }
+                        Some(Err(e)) => {
+                            tracing::warn!(error = %e, "a resumed stream's feed failed");
+                            None
+                        }
+                        None => None,
+                    }
                 }
-                Some(Err(e)) => {
-                    tracing::warn!(error = %e, "a resumed stream's feed failed");
-                    None
-                }
-                None => None,
-            }
-        });
+            },
+        );
         let closed = CloseObserved {
             observer,
             opened,
@@ -297,6 +324,26 @@ impl RequestHandler {
             let _keep = &closed;
             event
         }))))
+    }
+}
+
+/// What a resumed stream has sent of its task, for the last event of a
+/// drain.
+struct Seen {
+    task_id: String,
+    context_id: String,
+    status: Option<v1::TaskStatus>,
+    last: u64,
+}
+
+impl Seen {
+    fn note(&mut self, event: &Event) {
+        self.last = self.last.max(event.generation);
+        match &event.response.payload {
+            Some(Payload::StatusUpdate(u)) => self.status.clone_from(&u.status),
+            Some(Payload::Task(t)) => self.status.clone_from(&t.status),
+            _ => {}
+        }
     }
 }
 

@@ -6,10 +6,15 @@ use heddle_core::{
     A2aError, ErrorCode, ProtocolVersion,
     method::Method,
     v1::{self, stream_response::Payload},
+    wkt::Struct,
 };
 use tokio::sync::broadcast::error::RecvError;
 
-use super::{CallContext, EventStream, RequestHandler, stream_slots::StreamSlot};
+use super::{
+    CallContext, EventStream, RequestHandler,
+    drain::{RESUBSCRIBE_KEY, RESUBSCRIBE_REASON},
+    stream_slots::StreamSlot,
+};
 use crate::{
     Binding,
     live::{Event, LiveTask, Update},
@@ -37,8 +42,8 @@ impl RequestHandler {
             _permit: Option<StreamSlot>,
             /// The stream's facts and start, when an observer watches.
             watch: Option<(Method, Option<Binding>, ProtocolVersion, Instant)>,
-            /// The generation of the last snapshot sent (0: none): events
-            /// at or below it are already in it.
+            /// The generation of the last snapshot or task event sent (0:
+            /// none): events at or below it are already out.
             sent: u64,
         }
         impl Drop for Guard {
@@ -88,13 +93,32 @@ impl RequestHandler {
                 // An event applied between the subscription and its
                 // snapshot is in both: the snapshot's generation says so.
                 let update = loop {
-                    match rx.recv().await {
-                        Ok(u) if u.generation != 0 && u.generation <= guard.sent => {}
-                        other => break other,
+                    let next = tokio::select! {
+                        biased;
+                        () = guard.handler.inner.drain.wait() => None,
+                        next = rx.recv() => Some(next),
+                    };
+                    match next {
+                        None => {
+                            let last = {
+                                let st = live.state.lock().await;
+                                let t = &st.task;
+                                resubscribe_event(
+                                    &t.id,
+                                    &t.context_id,
+                                    t.status.clone(),
+                                    guard.sent,
+                                )
+                            };
+                            return Some((last, (None, None, true, live, guard)));
+                        }
+                        Some(Ok(u)) if u.generation != 0 && u.generation <= guard.sent => {}
+                        Some(other) => break other,
                     }
                 };
                 match update {
                     Ok(update) => {
+                        guard.sent = guard.sent.max(update.generation);
                         let end = is_final(&update.response);
                         let rx = if end { None } else { Some(rx) };
                         Some((update, (rx, None, end, live, guard)))
@@ -171,6 +195,34 @@ impl RequestHandler {
             .then(|| Arc::new(Event::new(generation, Payload::Task(snapshot))));
         Ok(self.event_stream(live, rx, first, Some(permit), (cx, Method::SubscribeToTask)))
     }
+}
+
+/// The last event of a stream drained because the server is stopping: the
+/// task's current `status`, keyed [`RESUBSCRIBE_KEY`] with why and the last
+/// generation sent. It has no generation of its own (it changes nothing),
+/// so a client resuming after the last event it saw misses nothing.
+pub(super) fn resubscribe_event(
+    task_id: &str,
+    context_id: &str,
+    status: Option<v1::TaskStatus>,
+    last: u64,
+) -> Update {
+    let mut why = serde_json::Map::new();
+    why.insert("reason".into(), RESUBSCRIBE_REASON.into());
+    if last != 0 {
+        why.insert("lastEventId".into(), last.to_string().into());
+    }
+    let mut metadata = serde_json::Map::new();
+    metadata.insert(RESUBSCRIBE_KEY.into(), why.into());
+    Arc::new(Event::new(
+        0,
+        Payload::StatusUpdate(v1::TaskStatusUpdateEvent {
+            task_id: task_id.to_owned(),
+            context_id: context_id.to_owned(),
+            status,
+            metadata: Some(Struct(metadata)),
+        }),
+    ))
 }
 
 pub(super) fn is_final(update: &v1::StreamResponse) -> bool {
