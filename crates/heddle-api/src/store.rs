@@ -367,6 +367,31 @@ pub trait PushStore: Send + Sync + 'static {
     /// Pending deliveries, oldest first (at most `limit`).
     async fn pending_deliveries(&self, limit: usize) -> Result<Vec<Delivery>, StoreError>;
 
+    /// The first pending delivery of each task and config ([`Delivery::group`]),
+    /// oldest first, at most `limit`: the ones a worker may attempt now (the
+    /// rest of a group waits behind its first, in order). A task with a long
+    /// backlog takes one place, so it holds back no other task's deliveries.
+    ///
+    /// The default keeps each group's first of
+    /// [`pending_deliveries`](Self::pending_deliveries)`(limit)`, which is
+    /// fair only while the whole backlog fits in `limit`; the stores of
+    /// this crate ask their database for the heads.
+    async fn delivery_heads(&self, limit: usize) -> Result<Vec<Delivery>, StoreError> {
+        let mut seen = std::collections::HashSet::new();
+        let pending = self.pending_deliveries(limit).await?;
+        Ok(pending
+            .into_iter()
+            .filter(|d| seen.insert(d.group()))
+            .collect())
+    }
+
+    /// How many deliveries are pending, for the outbox gauge. The default
+    /// counts [`pending_deliveries`](Self::pending_deliveries)`(1024)`, so
+    /// it stops at 1024.
+    async fn pending_count(&self) -> Result<u64, StoreError> {
+        Ok(self.pending_deliveries(1024).await?.len() as u64)
+    }
+
     /// Records an attempt's outcome.
     async fn finish_delivery(&self, seq: i64, outcome: DeliveryOutcome) -> Result<(), StoreError>;
 

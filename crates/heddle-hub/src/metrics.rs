@@ -181,7 +181,7 @@ impl HubMetrics {
         let outbox = Gauge::default();
         registry.register(
             "push_outbox_pending",
-            "Push deliveries waiting in the outbox after the worker's last pass (at most 1024 are read)",
+            "Push deliveries waiting in the outbox after the worker's last pass",
             outbox.clone(),
         );
         let upstream_errors = Family::<AgentLabels, Counter>::default();

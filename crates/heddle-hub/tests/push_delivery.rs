@@ -570,3 +570,55 @@ async fn push_needs_a_store_that_keeps_push_configs() {
         .await;
     assert!(hub.is_ok());
 }
+
+/// A task whose receiver is down, with a backlog longer than the worker
+/// reads at once, does not hold back another task's deliveries: the worker
+/// reads each task's first delivery, not the outbox's oldest rows.
+#[tokio::test]
+async fn one_tasks_backlog_does_not_hold_back_another_tasks_deliveries() {
+    let store = Arc::new(MemoryStore::default());
+    let inbox = Inbox::default();
+    let up = receiver("127.0.0.1:0".parse().expect("addr"), inbox.clone()).await;
+    // A port nothing listens on: every attempt is refused, and retried.
+    let down = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port");
+    let scope = Scope::new("writer", "anonymous");
+    let item = |task: &str, n: usize, to: SocketAddr| heddle_store::NewDelivery {
+        id: format!("{task}-{n}"),
+        scope: scope.clone(),
+        task_id: task.into(),
+        target: PushConfigRecord {
+            config: v1::TaskPushNotificationConfig {
+                task_id: task.into(),
+                id: "c1".into(),
+                url: format!("http://{to}/hook"),
+                ..Default::default()
+            },
+            version: "1.0".into(),
+        },
+        content_type: "application/json".into(),
+        body: b"{}".to_vec(),
+        traceparent: String::new(),
+        tracestate: String::new(),
+    };
+    let backlog = (0..1500).map(|n| item("stuck", n, down)).collect();
+    store.enqueue_deliveries(backlog).await.expect("enqueue");
+    store
+        .enqueue_deliveries(vec![item("other", 0, up)])
+        .await
+        .expect("enqueue");
+    let notifier =
+        heddle_server::PushNotifier::new(store.clone(), local_policy()).expect("notifier");
+    let worker = notifier.start().await.expect("worker");
+    wait_for(&inbox, Duration::from_secs(5), |all| !all.is_empty()).await;
+    worker.abort();
+    let all = inbox.all();
+    assert_eq!(
+        all[0].0[heddle_server::push::DELIVERY_ID_HEADER]
+            .to_str()
+            .ok(),
+        Some("other-0")
+    );
+    assert_eq!(store.pending_count().await.expect("count"), 1500);
+}

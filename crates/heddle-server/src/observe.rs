@@ -59,8 +59,8 @@ pub trait Observer: Send + Sync + 'static {
     }
 
     /// The deliveries waiting in the push outbox after a pass of the
-    /// delivery worker (at least every second): counted from the batch the
-    /// worker read, so at most 1024.
+    /// delivery worker (at least every second), as the store counts them
+    /// ([`PushStore::pending_count`](heddle_store::PushStore::pending_count)).
     fn push_outbox(&self, pending: usize) {
         let _ = pending;
     }

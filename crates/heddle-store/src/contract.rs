@@ -524,7 +524,7 @@ fn url(found: Option<PushConfigRecord>) -> Option<String> {
 /// What every [`PushStore`] must do, from empty: several configs per task
 /// in creation order, replaced by id, scoped to their owner, deleted
 /// idempotently; the outbox in recording order through retry, delivery and
-/// dead-lettering.
+/// dead-lettering, read whole or by each task's and config's first.
 ///
 /// # Panics
 /// At the first violation, with a message naming the rule.
@@ -725,6 +725,38 @@ pub async fn push_store(store: &dyn PushStore) {
         replayed,
         [(0, 0, Some(&3))],
         "store contract: a replayed delivery is pending, due now, with no attempts"
+    );
+
+    // Each task's and config's first only: a backlog takes one place.
+    let backlog: Vec<_> = (10..15).map(|n| delivery(&alice, "t4", n)).collect();
+    must(
+        store.enqueue_deliveries(backlog).await,
+        "enqueue_deliveries",
+    );
+    let mut other_config = delivery(&alice, "t4", 30);
+    other_config.target = record("t4", "c2", "https://example.com/other");
+    let after = vec![delivery(&alice, "t5", 20), other_config];
+    must(store.enqueue_deliveries(after).await, "enqueue_deliveries");
+    let heads = must(store.delivery_heads(10).await, "delivery_heads");
+    let bodies: Vec<_> = heads.iter().filter_map(|d| d.item.body.first()).collect();
+    assert_eq!(
+        bodies,
+        [&1, &3, &10, &20, &30],
+        "store contract: delivery_heads gives the first pending delivery of each task and \
+         config, oldest first"
+    );
+    let two = must(store.delivery_heads(2).await, "delivery_heads");
+    assert_eq!(
+        two.iter()
+            .filter_map(|d| d.item.body.first())
+            .collect::<Vec<_>>(),
+        [&1, &3],
+        "store contract: delivery_heads' limit counts heads"
+    );
+    assert_eq!(
+        must(store.pending_count().await, "pending_count"),
+        9,
+        "store contract: pending_count counts every pending delivery"
     );
 }
 

@@ -99,6 +99,78 @@ fn sql_limit(limit: usize) -> i64 {
     i64::try_from(limit).unwrap_or(i64::MAX)
 }
 
+impl PostgresStore {
+    /// Claims, then returns, pending deliveries of the groups no other
+    /// instance holds, oldest first: every one, or (`heads`) each group's
+    /// first.
+    async fn claim(&self, limit: usize, heads: bool) -> Result<Vec<Delivery>, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext(current_schema()))")
+            .bind(CLAIM_LOCK)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        let sql = if heads { HEADS_SQL } else { PENDING_SQL };
+        let rows = sqlx::query(sql)
+            .bind(PENDING)
+            .bind(&self.claimant)
+            .bind(sql_limit(limit))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db)?;
+        let out = rows
+            .iter()
+            .map(delivery_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        let seqs: Vec<i64> = out.iter().map(|d| d.seq).collect();
+        if !seqs.is_empty() {
+            sqlx::query(
+                "UPDATE push_outbox SET claimed_by = $1,
+                    claimed_until = now() + make_interval(secs => $2::double precision / 1000)
+                 WHERE seq = ANY($3)",
+            )
+            .bind(&self.claimant)
+            .bind(self.claim_lease_ms)
+            .bind(&seqs)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        }
+        tx.commit().await.map_err(db)?;
+        Ok(out)
+    }
+}
+
+/// Pending deliveries of groups no other claimant holds.
+const PENDING_SQL: &str = concat!(
+    "SELECT ",
+    delivery_columns!(),
+    " FROM push_outbox o
+     WHERE o.state = $1 AND NOT EXISTS (
+        SELECT 1 FROM push_outbox h
+        WHERE h.state = $1 AND h.agent = o.agent AND h.task_id = o.task_id
+          AND h.config_id = o.config_id
+          AND h.claimed_until > now() AND h.claimed_by <> $2)
+     ORDER BY o.seq LIMIT $3"
+);
+
+/// The first pending delivery of each group no other claimant holds
+/// (`push_outbox_heads`).
+const HEADS_SQL: &str = concat!(
+    "SELECT ",
+    delivery_columns!(),
+    " FROM push_outbox o
+     WHERE o.state = $1 AND o.seq IN (
+        SELECT MIN(seq) FROM push_outbox WHERE state = $1
+        GROUP BY agent, task_id, config_id)
+       AND NOT EXISTS (
+        SELECT 1 FROM push_outbox h
+        WHERE h.state = $1 AND h.agent = o.agent AND h.task_id = o.task_id
+          AND h.config_id = o.config_id
+          AND h.claimed_until > now() AND h.claimed_by <> $2)
+     ORDER BY o.seq LIMIT $3"
+);
+
 #[async_trait]
 impl PushStore for PostgresStore {
     async fn put_push_config(
@@ -210,50 +282,22 @@ impl PushStore for PostgresStore {
     /// Claims, then returns, the pending deliveries of the groups no other
     /// instance holds (see the module docs), oldest first.
     async fn pending_deliveries(&self, limit: usize) -> Result<Vec<Delivery>, StoreError> {
-        let mut tx = self.pool.begin().await.map_err(db)?;
-        sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext(current_schema()))")
-            .bind(CLAIM_LOCK)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-        let sql = concat!(
-            "SELECT ",
-            delivery_columns!(),
-            " FROM push_outbox o
-             WHERE o.state = $1 AND NOT EXISTS (
-                SELECT 1 FROM push_outbox h
-                WHERE h.state = $1 AND h.agent = o.agent AND h.task_id = o.task_id
-                  AND h.config_id = o.config_id
-                  AND h.claimed_until > now() AND h.claimed_by <> $2)
-             ORDER BY o.seq LIMIT $3"
-        );
-        let rows = sqlx::query(sql)
+        self.claim(limit, false).await
+    }
+
+    /// As [`pending_deliveries`](Self::pending_deliveries), the first of
+    /// each group only.
+    async fn delivery_heads(&self, limit: usize) -> Result<Vec<Delivery>, StoreError> {
+        self.claim(limit, true).await
+    }
+
+    async fn pending_count(&self) -> Result<u64, StoreError> {
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM push_outbox WHERE state = $1")
             .bind(PENDING)
-            .bind(&self.claimant)
-            .bind(sql_limit(limit))
-            .fetch_all(&mut *tx)
+            .fetch_one(&self.pool)
             .await
             .map_err(db)?;
-        let out = rows
-            .iter()
-            .map(delivery_row)
-            .collect::<Result<Vec<_>, _>>()?;
-        let seqs: Vec<i64> = out.iter().map(|d| d.seq).collect();
-        if !seqs.is_empty() {
-            sqlx::query(
-                "UPDATE push_outbox SET claimed_by = $1,
-                    claimed_until = now() + make_interval(secs => $2::double precision / 1000)
-                 WHERE seq = ANY($3)",
-            )
-            .bind(&self.claimant)
-            .bind(self.claim_lease_ms)
-            .bind(&seqs)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-        }
-        tx.commit().await.map_err(db)?;
-        Ok(out)
+        Ok(u64::try_from(n).unwrap_or(0))
     }
 
     async fn finish_delivery(&self, seq: i64, outcome: DeliveryOutcome) -> Result<(), StoreError> {

@@ -151,6 +151,22 @@ impl PushStore for crate::MemoryStore {
         Ok(inner.pending.values().take(limit).cloned().collect())
     }
 
+    async fn delivery_heads(&self, limit: usize) -> Result<Vec<Delivery>, StoreError> {
+        let inner = self.push.lock();
+        let mut seen = std::collections::HashSet::new();
+        Ok(inner
+            .pending
+            .values()
+            .filter(|d| seen.insert(d.group()))
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
+    async fn pending_count(&self) -> Result<u64, StoreError> {
+        Ok(self.push.lock().pending.len() as u64)
+    }
+
     async fn finish_delivery(&self, seq: i64, outcome: DeliveryOutcome) -> Result<(), StoreError> {
         let mut inner = self.push.lock();
         match outcome {

@@ -70,6 +70,8 @@ const MIGRATIONS: &[&str] = &[
     crate::sqlite_push::TRACE_MIGRATION,
     // 6: the generation each task was saved at (its count of applied events).
     "ALTER TABLE tasks ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;",
+    // 7: each push delivery's config id, and the index of each group's first.
+    crate::sqlite_push::HEADS_MIGRATION,
 ];
 
 /// How long a connection waits on a lock held by another connection (e.g. a

@@ -50,6 +50,13 @@ pub(crate) const TRACE_MIGRATION: &str =
     "ALTER TABLE push_outbox ADD COLUMN traceparent TEXT NOT NULL DEFAULT '';
      ALTER TABLE push_outbox ADD COLUMN tracestate TEXT NOT NULL DEFAULT '';";
 
+/// Schema migration 7: each delivery names its config, so the outbox finds
+/// the first pending delivery of every task and config from an index. Rows
+/// written before it share the config id `''`: per task, still in order.
+pub(crate) const HEADS_MIGRATION: &str =
+    "ALTER TABLE push_outbox ADD COLUMN config_id TEXT NOT NULL DEFAULT '';
+     CREATE INDEX push_outbox_heads ON push_outbox (state, agent, task_id, config_id, seq);";
+
 const PENDING: i64 = 0;
 const DEAD: i64 = 2;
 
@@ -249,6 +256,32 @@ impl PushStore for SqliteStore {
         self.deliveries(PENDING, limit).await
     }
 
+    async fn delivery_heads(&self, limit: usize) -> Result<Vec<Delivery>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(&heads_sql()).map_err(db)?;
+            let mut rows = stmt.query(params![PENDING, limit]).map_err(db)?;
+            let mut out = Vec::new();
+            while let Some(row) = rows.next().map_err(db)? {
+                out.push(delivery_row(row)?);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn pending_count(&self) -> Result<u64, StoreError> {
+        self.read(|conn| {
+            let n: i64 = conn
+                .prepare_cached("SELECT COUNT(*) FROM push_outbox WHERE state = ?1")
+                .map_err(db)?
+                .query_row(params![PENDING], |r| r.get(0))
+                .map_err(db)?;
+            Ok(u64::try_from(n).unwrap_or(0))
+        })
+        .await
+    }
+
     async fn finish_delivery(&self, seq: i64, outcome: DeliveryOutcome) -> Result<(), StoreError> {
         self.exec(move |tx| {
             let n = match outcome {
@@ -300,6 +333,17 @@ impl PushStore for SqliteStore {
     }
 }
 
+/// Each group's first pending delivery (found from `push_outbox_heads`),
+/// oldest first: `?1` the pending state, `?2` the limit.
+fn heads_sql() -> String {
+    format!(
+        "SELECT {DELIVERY_COLUMNS} FROM push_outbox WHERE seq IN (
+            SELECT MIN(seq) FROM push_outbox WHERE state = ?1
+            GROUP BY agent, task_id, config_id)
+         ORDER BY seq LIMIT ?2"
+    )
+}
+
 /// Records deliveries in the outbox inside the writer's transaction.
 pub(crate) fn insert_deliveries(
     tx: &rusqlite::Transaction<'_>,
@@ -308,8 +352,9 @@ pub(crate) fn insert_deliveries(
     let mut stmt = tx
         .prepare_cached(
             "INSERT INTO push_outbox
-                (id, agent, owner, task_id, version, target, content_type, body, traceparent, tracestate)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                (id, agent, owner, task_id, version, target, content_type, body, traceparent,
+                 tracestate, config_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
         )
         .map_err(db)?;
     for d in items {
@@ -323,7 +368,8 @@ pub(crate) fn insert_deliveries(
             d.content_type,
             d.body,
             d.traceparent,
-            d.tracestate
+            d.tracestate,
+            d.target.config.id
         ])
         .map_err(db)?;
     }
@@ -372,5 +418,31 @@ mod tests {
         let pending = store.pending_deliveries(10).await.unwrap();
         assert_eq!(pending.len(), 1);
         assert_eq!(pending[0].item, item);
+    }
+
+    /// The worker's query finds each group's first from the index, however
+    /// long the backlog: no scan of the table, no sort of its rows.
+    #[tokio::test]
+    async fn delivery_heads_come_from_the_heads_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tasks.db");
+        drop(SqliteStore::open_path(&path).unwrap());
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let mut stmt = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {}", heads_sql()))
+            .unwrap();
+        let plan: Vec<String> = stmt
+            .query_map(params![PENDING, 10], |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let plan = plan.join("\n");
+        assert!(plan.contains("push_outbox_heads"), "{plan}");
+        assert!(
+            !plan
+                .lines()
+                .any(|l| l.starts_with("SCAN") || l.contains("TEMP B-TREE")),
+            "{plan}"
+        );
     }
 }

@@ -365,19 +365,15 @@ impl PushNotifier {
     }
 
     /// One pass: attempts every due delivery that is first in line for its
-    /// task and config. Returns how many were attempted and when the next
-    /// waiting one is due.
+    /// task and config (the store gives only those, so one task's backlog
+    /// does not crowd out the others). Returns how many were attempted and
+    /// when the next waiting one is due.
     async fn run_once(&self) -> Result<(usize, Option<i64>), heddle_store::StoreError> {
-        let pending = self.inner.store.pending_deliveries(1024).await?;
-        let waiting = pending.len();
+        let pending = self.inner.store.delivery_heads(1024).await?;
         let now = now_ms();
-        let mut seen = HashSet::new();
         let mut due = Vec::new();
         let mut next: Option<i64> = None;
         for d in pending {
-            if !seen.insert(d.group()) {
-                continue; // an earlier delivery of this task and config goes first
-            }
             if d.next_attempt_ms <= now {
                 due.push(d);
             } else {
@@ -385,16 +381,18 @@ impl PushNotifier {
             }
         }
         let n = due.len();
-        let done = futures::future::join_all(due.into_iter().map(|d| self.attempt(d))).await;
+        futures::future::join_all(due.into_iter().map(|d| self.attempt(d))).await;
         if let Some(observer) = self.inner.observer.get() {
-            let left = done.into_iter().filter(|&gone| gone).count();
-            observer.push_outbox(waiting.saturating_sub(left));
+            match self.inner.store.pending_count().await {
+                Ok(waiting) => observer.push_outbox(usize::try_from(waiting).unwrap_or(usize::MAX)),
+                Err(e) => tracing::warn!(error = %e, "push: cannot count the outbox"),
+            }
         }
         Ok((n, next))
     }
 
-    /// One attempt of `d`; whether it left the outbox (delivered or dead).
-    async fn attempt(&self, d: Delivery) -> bool {
+    /// One attempt of `d`, its outcome recorded.
+    async fn attempt(&self, d: Delivery) {
         let attempts = d.attempts.saturating_add(1);
         let (span, traceparent, tracestate) = crate::trace::push_span(
             &d.item.scope.agent,
@@ -439,7 +437,6 @@ impl PushNotifier {
                 outcome: observed,
             });
         }
-        observed != PushOutcome::Retrying
     }
 
     /// Exponential backoff with "equal jitter": half fixed, half random.
