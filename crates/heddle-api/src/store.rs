@@ -130,6 +130,19 @@ pub trait TaskStore: Send + Sync + 'static {
     /// how many were failed.
     async fn fail_interrupted(&self, reason: &str) -> Result<u64, StoreError>;
 
+    /// Retention: deletes at most `limit` tasks that ended (COMPLETED,
+    /// FAILED, CANCELED, REJECTED) with a status timestamp before
+    /// `before_ms`, with what the store keeps for them beside the task
+    /// (push configs, the hub's task links). A task whose push deliveries
+    /// are not all out yet stays until they are. Returns how many went; the
+    /// caller repeats while that is `limit`.
+    ///
+    /// The default deletes nothing: a store that keeps no history to grow.
+    async fn purge_finished(&self, before_ms: i64, limit: usize) -> Result<u64, StoreError> {
+        let _ = (before_ms, limit);
+        Ok(0)
+    }
+
     /// Saves `task` and records `deliveries` of the event that changed it in
     /// `outbox`. The default saves, then records. A store that is itself the
     /// outbox (the same object) should do both in one step, so a crash keeps
@@ -360,6 +373,21 @@ pub trait PushStore: Send + Sync + 'static {
 
     /// Every task that has at least one config, with its scope.
     async fn push_tasks(&self) -> Result<Vec<(Scope, String)>, StoreError>;
+
+    /// Retention: deletes the configs of at most `limit` tasks that ended
+    /// before `before_ms` (as [`TaskStore::purge_finished`] reads it; the
+    /// task stays), unless deliveries to them are still pending: an ended
+    /// task sends nothing more, so its configs only take room. Returns how
+    /// many tasks lost their configs; the caller repeats while that is
+    /// `limit`. The default deletes nothing.
+    async fn purge_finished_configs(
+        &self,
+        before_ms: i64,
+        limit: usize,
+    ) -> Result<u64, StoreError> {
+        let _ = (before_ms, limit);
+        Ok(0)
+    }
 
     /// Records deliveries in the outbox, due at once, in the given order.
     async fn enqueue_deliveries(&self, items: Vec<NewDelivery>) -> Result<(), StoreError>;

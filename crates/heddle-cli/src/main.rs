@@ -44,7 +44,7 @@ struct Cli {
 enum Command {
     /// Serve the hub: the agents of its config (default: the demo agents
     /// echo, writer, writer-stream, conformance) and those registered while it runs.
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Register, list, change and remove a running hub's agents (its admin API).
     #[command(subcommand)]
     Agents(agents::AgentsCommand),
@@ -106,7 +106,7 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Serve(args) => serve::run(args).await.map(|()| ExitCode::SUCCESS),
+            Command::Serve(args) => serve::run(*args).await.map(|()| ExitCode::SUCCESS),
             Command::Card(cmd) => card::run(cmd).await,
             Command::Send(args) => remote::send(args).await,
             Command::Task(cmd) => remote::task(cmd).await,

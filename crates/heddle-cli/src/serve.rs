@@ -122,6 +122,28 @@ pub struct ServeArgs {
     /// takes, or a slow one is sent twice (receivers drop it by its id).
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
     push_claim_secs: u64,
+    /// Delete tasks that ended (completed, failed, canceled, rejected)
+    /// this many hours ago, with their push configs; without it, tasks are
+    /// kept for good. A task whose push deliveries are still pending waits
+    /// for them.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    retain_tasks_hours: Option<u64>,
+    /// Delete the push configs of tasks that ended this many hours ago
+    /// (0: as soon as their last delivery is out); the task stays.
+    #[arg(long, default_value_t = 168, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    retain_push_configs_hours: u64,
+}
+
+impl ServeArgs {
+    /// What retention deletes, and when.
+    fn retention(&self) -> heddle_hub::retention::Retention {
+        let hours = |h: u64| std::time::Duration::from_secs(h.saturating_mul(3600));
+        heddle_hub::retention::Retention {
+            tasks: self.retain_tasks_hours.map(hours),
+            push_configs: Some(hours(self.retain_push_configs_hours)),
+            ..Default::default()
+        }
+    }
 }
 
 /// How log lines are written ([`ServeArgs::log_format`]).
@@ -308,6 +330,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(cluster) = &cluster {
         builder = builder.cluster(cluster.clone());
     }
+    builder = builder.retention(args.retention());
     if let Some(addr) = grpc_addr {
         builder = builder.grpc_url(match tls {
             Some(_) => format!("https://{addr}"),

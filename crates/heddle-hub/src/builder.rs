@@ -35,6 +35,7 @@ pub struct HubBuilder {
     metrics_access: crate::MetricsAccess,
     observer: Option<Arc<dyn heddle_server::Observer>>,
     cluster: Option<Arc<heddle_server::cluster::Cluster>>,
+    retention: crate::retention::Retention,
 }
 
 /// Why a hub could not be built.
@@ -83,6 +84,7 @@ impl HubBuilder {
             metrics_access: crate::MetricsAccess::default(),
             observer: None,
             cluster: None,
+            retention: crate::retention::Retention::default(),
         }
     }
 
@@ -204,6 +206,16 @@ impl HubBuilder {
     #[must_use]
     pub fn publish_keys(mut self, keys: impl IntoIterator<Item = serde_json::Value>) -> Self {
         self.published_keys.extend(keys);
+        self
+    }
+
+    /// How long ended tasks and their push configs are kept (default:
+    /// tasks for good, push configs a week after their task ended; see
+    /// [`Retention`](crate::retention::Retention)). Every replica of a
+    /// cluster may run it: a deletion is idempotent.
+    #[must_use]
+    pub fn retention(mut self, retention: crate::retention::Retention) -> Self {
+        self.retention = retention;
         self
     }
 
@@ -397,6 +409,9 @@ impl HubBuilder {
             hub.grpc_routes = Some(hub.shared.grpc.routes().await);
         }
         hub.follow_tool_changes();
+        if self.retention.is_on() {
+            self.retention.spawn(Arc::downgrade(&hub.shared));
+        }
         Ok(hub)
     }
 }

@@ -57,6 +57,7 @@ pub mod metrics;
 mod outbound;
 pub mod registry;
 pub mod remote;
+pub mod retention;
 mod routes;
 pub use routes::HubService;
 

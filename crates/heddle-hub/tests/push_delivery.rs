@@ -622,3 +622,89 @@ async fn one_tasks_backlog_does_not_hold_back_another_tasks_deliveries() {
     );
     assert_eq!(store.pending_count().await.expect("count"), 1500);
 }
+
+/// JSON-RPC `method` on the writer, v1.0: the whole response.
+async fn rpc_raw(app: &Router, method: &str, params: Value) -> Value {
+    let req = Request::builder()
+        .method(Method::POST)
+        .uri("/api/v1/agents/writer/a2a")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header("A2A-Version", "1.0")
+        .body(Body::from(
+            json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string(),
+        ))
+        .expect("request");
+    let resp = app.clone().oneshot(req).await.expect("response");
+    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+    serde_json::from_slice(&bytes).expect("json")
+}
+
+/// Retention deletes an ended task's push configs once its deliveries are
+/// out (the task stays), then the task itself once it is old enough.
+#[tokio::test]
+async fn retention_deletes_ended_tasks_and_then_their_configs() {
+    let inbox = Inbox::default();
+    let addr = receiver("127.0.0.1:0".parse().expect("addr"), inbox.clone()).await;
+    let retention = heddle_hub::retention::Retention {
+        tasks: Some(Duration::from_secs(2)),
+        push_configs: Some(Duration::ZERO),
+        every: Duration::from_millis(50),
+    };
+    let app = with_demo_agents(Hub::builder(
+        "http://test.local",
+        Arc::new(MemoryStore::default()),
+    ))
+    .push(local_policy())
+    .retention(retention)
+    .build()
+    .await
+    .router();
+    let task_id = writer_flow(&app, &format!("http://{addr}/hook")).await;
+    wait_for(&inbox, Duration::from_secs(10), |all| {
+        all.len() >= WRITER_EVENTS.len()
+    })
+    .await;
+    let ended = tokio::time::Instant::now();
+
+    let deadline = ended + Duration::from_secs(5);
+    loop {
+        let listed = rpc_raw(
+            &app,
+            "ListTaskPushNotificationConfigs",
+            json!({"taskId": task_id}),
+        )
+        .await;
+        let configs = listed["result"]["configs"].as_array().map_or(0, Vec::len);
+        if configs == 0 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "configs kept: {listed}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let got = rpc_raw(&app, "GetTask", json!({"id": task_id})).await;
+    assert_eq!(
+        got["result"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "the task stays: {got}"
+    );
+
+    let deadline = ended + Duration::from_secs(8);
+    loop {
+        let got = rpc_raw(&app, "GetTask", json!({"id": task_id})).await;
+        if got["error"]["code"] == json!(-32001) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the task was kept: {got}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        ended.elapsed() >= Duration::from_millis(1500),
+        "not before it was old enough: {:?}",
+        ended.elapsed()
+    );
+}

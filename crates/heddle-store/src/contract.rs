@@ -30,6 +30,8 @@
 //!     contract::shared_outbox(&my_store()).await;
 //!     // Only if it keeps a hub's registry:
 //!     contract::registry_store(&my_store()).await;
+//!     // Only if it keeps all three (retention deletes from each):
+//!     contract::retention(&my_store()).await;
 //! }
 //! # }
 //! ```
@@ -797,6 +799,129 @@ pub async fn shared_outbox<S: TaskStore + PushStore>(store: &S) {
     );
 }
 
+/// Retention, on a store that keeps tasks, push storage and task links,
+/// from empty: `purge_finished_configs` drops the configs of tasks that
+/// ended before the cut-off, `purge_finished` the tasks themselves with
+/// their configs and links; neither touches a task still running, one that
+/// ended later, or one whose deliveries are still pending; both stop at
+/// their limit.
+///
+/// # Panics
+/// At the first violation, with a message naming the rule.
+pub async fn retention<S: TaskStore + PushStore + crate::RegistryStore>(store: &S) {
+    let alice = Scope::new("agent", "alice");
+    let cases = [
+        ("old-done", v1::TaskState::Completed, 1_000),
+        ("old-rejected", v1::TaskState::Rejected, 2_000),
+        ("old-busy", v1::TaskState::Failed, 1_000),
+        ("old-live", v1::TaskState::Working, 1_000),
+        ("new-done", v1::TaskState::Canceled, 9_000),
+    ];
+    for (id, state, ms) in cases {
+        must(
+            store.save(&alice, &task(id, "ctx", state, ms)).await,
+            "save",
+        );
+        let config = record(id, "c1", "https://example.com/hook");
+        must(
+            store.put_push_config(&alice, &config).await,
+            "put_push_config",
+        );
+        must(store.put_link("agent", id, "upstream").await, "put_link");
+    }
+    let pending = vec![delivery(&alice, "old-busy", 1)];
+    must(
+        store.enqueue_deliveries(pending).await,
+        "enqueue_deliveries",
+    );
+    let alice = &alice;
+    let configs = |id: &'static str| async move {
+        must(
+            store.list_push_configs(alice, id).await,
+            "list_push_configs",
+        )
+        .len()
+    };
+
+    assert_eq!(
+        must(
+            store.purge_finished_configs(5_000, 10).await,
+            "purge_finished_configs"
+        ),
+        2,
+        "store contract: the configs of the two tasks that ended before the cut-off, \
+         with no delivery pending, go"
+    );
+    let left = [
+        configs("old-done").await,
+        configs("old-rejected").await,
+        configs("old-busy").await,
+        configs("old-live").await,
+        configs("new-done").await,
+    ];
+    assert_eq!(
+        left,
+        [0, 0, 1, 1, 1],
+        "store contract: purge_finished_configs leaves a running task's, a later one's and \
+         one with deliveries pending"
+    );
+    assert!(
+        must(store.load(alice, "old-done").await, "load").is_some(),
+        "store contract: purge_finished_configs keeps the task"
+    );
+
+    assert_eq!(
+        must(store.purge_finished(5_000, 1).await, "purge_finished"),
+        1,
+        "store contract: purge_finished stops at its limit"
+    );
+    assert_eq!(
+        must(store.purge_finished(5_000, 10).await, "purge_finished"),
+        1,
+        "store contract: purge_finished takes the other ended task on the next pass"
+    );
+    for (id, kept) in [
+        ("old-done", false),
+        ("old-rejected", false),
+        ("old-busy", true),
+        ("old-live", true),
+        ("new-done", true),
+    ] {
+        assert_eq!(
+            must(store.load(alice, id).await, "load").is_some(),
+            kept,
+            "store contract: after purge_finished, {id} is {}",
+            if kept { "kept" } else { "gone" }
+        );
+        assert_eq!(
+            must(store.link("agent", id).await, "link").is_some(),
+            kept,
+            "store contract: a purged task's link goes with it ({id})"
+        );
+    }
+
+    // Once its deliveries are out, the busy one goes too, configs and all.
+    let seq = must(store.pending_deliveries(10).await, "pending_deliveries")[0].seq;
+    must(
+        store.finish_delivery(seq, DeliveryOutcome::Delivered).await,
+        "finish_delivery",
+    );
+    assert_eq!(
+        must(store.purge_finished(5_000, 10).await, "purge_finished"),
+        1
+    );
+    assert!(must(store.load(alice, "old-busy").await, "load").is_none());
+    assert_eq!(
+        configs("old-busy").await,
+        0,
+        "store contract: a purged task's configs go with it"
+    );
+    assert_eq!(
+        must(store.purge_finished(5_000, 10).await, "purge_finished"),
+        0
+    );
+}
+
 /// The registry: agents round-trip, replace, list by id and delete with
 /// their task links; links round-trip and replace.
 pub async fn registry_store(store: &dyn crate::RegistryStore) {
@@ -934,6 +1059,12 @@ mod runs {
                 async fn shared_outbox() {
                     let (_keep, store) = $make;
                     crate::contract::shared_outbox(&store).await;
+                }
+
+                #[tokio::test]
+                async fn retention() {
+                    let (_keep, store) = $make;
+                    crate::contract::retention(&store).await;
                 }
 
                 #[tokio::test]

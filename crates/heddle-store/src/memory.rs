@@ -164,6 +164,27 @@ fn state_of(task: &v1::Task) -> Option<v1::TaskState> {
         .and_then(|s| v1::TaskState::try_from(s.state).ok())
 }
 
+impl MemoryStore {
+    /// Those of `tasks` (agent, id) that ended before `before_ms`.
+    pub(crate) fn ended_before(
+        &self,
+        tasks: Vec<(String, String)>,
+        before_ms: i64,
+    ) -> Vec<(String, String)> {
+        let inner = self.lock();
+        tasks
+            .into_iter()
+            .filter(|(agent, id)| {
+                inner
+                    .agents
+                    .get(agent)
+                    .and_then(|m| m.get(id))
+                    .is_some_and(|e| is_terminal(&e.task) && status_ms(&e.task) < before_ms)
+            })
+            .collect()
+    }
+}
+
 impl Inner {
     /// Moves an entry's bytes from `old` to `new` (each: bytes, whether terminal).
     fn account(&mut self, old: (usize, bool), new: (usize, bool)) {
@@ -460,6 +481,36 @@ impl TaskStore for MemoryStore {
         drop(inner);
         self.push.forget(&evicted);
         Ok(failed.len() as u64)
+    }
+
+    async fn purge_finished(&self, before_ms: i64, limit: usize) -> Result<u64, StoreError> {
+        let busy = self.push.pending_tasks();
+        let mut inner = self.lock();
+        let old: Vec<(String, String)> = inner
+            .agents
+            .iter()
+            .flat_map(|(agent, tasks)| tasks.iter().map(move |(id, e)| (agent, id, e)))
+            .filter(|(_, _, e)| is_terminal(&e.task) && status_ms(&e.task) < before_ms)
+            .map(|(agent, id, _)| (agent.clone(), id.clone()))
+            .filter(|key| !busy.contains(key))
+            .take(limit)
+            .collect();
+        for (agent, id) in &old {
+            let counted = inner
+                .agents
+                .get(agent)
+                .and_then(|m| m.get(id))
+                .is_some_and(|e| e.terminal_gen.is_some());
+            inner.remove(agent.clone(), id.clone());
+            if counted {
+                inner.terminal = inner.terminal.saturating_sub(1);
+            }
+        }
+        let evicted = std::mem::take(&mut inner.evicted);
+        drop(inner);
+        self.push.forget(&evicted);
+        self.registry.forget_links(&evicted);
+        Ok(old.len() as u64)
     }
 
     /// The configs and outbox kept beside the tasks (see `crate::push`).

@@ -400,6 +400,32 @@ impl TaskStore for PostgresStore {
     /// database must not call this (it would fail the tasks the others are
     /// running); they end a dead replica's tasks through its expired leases
     /// ([`crate::LeaseStore`]) instead.
+    async fn purge_finished(&self, before_ms: i64, limit: usize) -> Result<u64, StoreError> {
+        // One statement: the tasks, then their configs and links. A task
+        // another transaction holds is left for the next pass.
+        let gone: i64 = sqlx::query_scalar(
+            "WITH gone AS (
+                DELETE FROM tasks WHERE (agent, id) IN (
+                    SELECT agent, id FROM tasks t
+                    WHERE state IN (3, 4, 5, 7) AND status_ms < $1
+                      AND NOT EXISTS (SELECT 1 FROM push_outbox o
+                          WHERE o.state = 0 AND o.agent = t.agent AND o.task_id = t.id)
+                    ORDER BY status_ms LIMIT $2 FOR UPDATE SKIP LOCKED)
+                RETURNING agent, id),
+             configs AS (DELETE FROM push_configs c USING gone
+                 WHERE c.agent = gone.agent AND c.task_id = gone.id),
+             links AS (DELETE FROM task_links k USING gone
+                 WHERE k.agent = gone.agent AND k.task_id = gone.id)
+             SELECT COUNT(*) FROM gone",
+        )
+        .bind(before_ms)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db)?;
+        Ok(u64::try_from(gone).unwrap_or(0))
+    }
+
     async fn fail_interrupted(&self, reason: &str) -> Result<u64, StoreError> {
         let mut tx = self.pool.begin().await.map_err(db)?;
         let rows =

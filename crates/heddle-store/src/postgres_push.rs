@@ -291,6 +291,33 @@ impl PushStore for PostgresStore {
         self.claim(limit, true).await
     }
 
+    async fn purge_finished_configs(
+        &self,
+        before_ms: i64,
+        limit: usize,
+    ) -> Result<u64, StoreError> {
+        // Driven by the configs (few: this keeps them so), each task looked
+        // up by its key.
+        let purged: i64 = sqlx::query_scalar(
+            "WITH ended AS (
+                SELECT DISTINCT c.agent, c.task_id FROM push_configs c
+                JOIN tasks t ON t.agent = c.agent AND t.id = c.task_id
+                WHERE t.state IN (3, 4, 5, 7) AND t.status_ms < $1
+                  AND NOT EXISTS (SELECT 1 FROM push_outbox o
+                      WHERE o.state = 0 AND o.agent = c.agent AND o.task_id = c.task_id)
+                LIMIT $2),
+             gone AS (DELETE FROM push_configs c USING ended
+                 WHERE c.agent = ended.agent AND c.task_id = ended.task_id)
+             SELECT COUNT(*) FROM ended",
+        )
+        .bind(before_ms)
+        .bind(sql_limit(limit))
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db)?;
+        Ok(u64::try_from(purged).unwrap_or(0))
+    }
+
     async fn pending_count(&self) -> Result<u64, StoreError> {
         let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM push_outbox WHERE state = $1")
             .bind(PENDING)

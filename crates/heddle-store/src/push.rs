@@ -36,6 +36,15 @@ impl MemoryPush {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The (agent, task) of every pending delivery.
+    pub(crate) fn pending_tasks(&self) -> std::collections::HashSet<(String, String)> {
+        self.lock()
+            .pending
+            .values()
+            .map(|d| (d.item.scope.agent.clone(), d.item.task_id.clone()))
+            .collect()
+    }
+
     /// Drops the configs of tasks the store evicted, so memory stays bounded.
     pub(crate) fn forget(&self, tasks: &[(String, String)]) {
         if tasks.is_empty() {
@@ -161,6 +170,26 @@ impl PushStore for crate::MemoryStore {
             .take(limit)
             .cloned()
             .collect())
+    }
+
+    async fn purge_finished_configs(
+        &self,
+        before_ms: i64,
+        limit: usize,
+    ) -> Result<u64, StoreError> {
+        let busy = self.push.pending_tasks();
+        let with_configs: Vec<(String, String)> = self
+            .push
+            .lock()
+            .configs
+            .keys()
+            .filter(|key| !busy.contains(*key))
+            .cloned()
+            .collect();
+        let mut ended = self.ended_before(with_configs, before_ms);
+        ended.truncate(limit);
+        self.push.forget(&ended);
+        Ok(ended.len() as u64)
     }
 
     async fn pending_count(&self) -> Result<u64, StoreError> {

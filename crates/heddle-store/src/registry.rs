@@ -32,6 +32,19 @@ impl MemoryRegistry {
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// Drops the links of tasks the store deleted.
+    pub(crate) fn forget_links(&self, tasks: &[(String, String)]) {
+        if tasks.is_empty() {
+            return;
+        }
+        let mut inner = self.lock();
+        for key in tasks {
+            if let Some((n, _)) = inner.links.remove(key) {
+                inner.order.remove(&n);
+            }
+        }
+    }
 }
 
 pub(crate) fn now_ms() -> i64 {

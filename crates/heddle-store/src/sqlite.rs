@@ -72,7 +72,18 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE tasks ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;",
     // 7: each push delivery's config id, and the index of each group's first.
     crate::sqlite_push::HEADS_MIGRATION,
+    // 8: the ended tasks by status time, for retention (purge_finished).
+    "CREATE INDEX tasks_finished ON tasks (status_ms) WHERE state IN (3, 4, 5, 7);",
 ];
+
+/// The ended tasks before `?1` (a status time in ms) whose push deliveries
+/// are all out, oldest first, at most `?2`: what retention may delete.
+/// Read from `tasks_finished`; the `state` term matches the index's own.
+pub(crate) const FINISHED_SQL: &str = "SELECT agent, id FROM tasks t
+     WHERE state IN (3, 4, 5, 7) AND status_ms < ?1
+       AND NOT EXISTS (SELECT 1 FROM push_outbox o
+                       WHERE o.state = 0 AND o.agent = t.agent AND o.task_id = t.id)
+     ORDER BY status_ms LIMIT ?2";
 
 /// How long a connection waits on a lock held by another connection (e.g. a
 /// second process, or a checkpoint) before failing with SQLITE_BUSY.
@@ -1067,6 +1078,31 @@ impl TaskStore for SqliteStore {
             .await
     }
 
+    async fn purge_finished(&self, before_ms: i64, limit: usize) -> Result<u64, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.exec(move |tx| {
+            let gone: Vec<(String, String)> = {
+                let mut stmt = tx.prepare_cached(FINISHED_SQL).map_err(db)?;
+                let rows = stmt
+                    .query_map(params![before_ms, limit], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .map_err(db)?;
+                rows.collect::<Result<_, _>>().map_err(db)?
+            };
+            for sql in [
+                "DELETE FROM tasks WHERE agent = ?1 AND id = ?2",
+                "DELETE FROM push_configs WHERE agent = ?1 AND task_id = ?2",
+                "DELETE FROM task_links WHERE agent = ?1 AND task_id = ?2",
+            ] {
+                let mut stmt = tx.prepare_cached(sql).map_err(db)?;
+                for (agent, id) in &gone {
+                    stmt.execute(params![agent, id]).map_err(db)?;
+                }
+            }
+            Ok(gone.len() as u64)
+        })
+        .await
+    }
+
     /// The configs and outbox tables beside `tasks` (`crate::sqlite_push`).
     fn push_store(self: Arc<Self>) -> Option<Arc<dyn PushStore>> {
         Some(self)
@@ -1361,6 +1397,21 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Retention reads the ended tasks from their own index, oldest first:
+    /// no scan of every task, no sort.
+    #[tokio::test]
+    async fn retention_reads_the_finished_index() {
+        let (dir, _store) = temp_store();
+        let conn = Connection::open(dir.path().join("tasks.db")).unwrap();
+        let plan = explain(
+            &conn,
+            FINISHED_SQL,
+            &[Value::Integer(5_000), Value::Integer(100)],
+        );
+        assert!(plan.contains("tasks_finished"), "{plan}");
+        assert!(!plan.contains("TEMP B-TREE"), "{plan}");
     }
 
     fn explain(conn: &Connection, sql: &str, params: &[Value]) -> String {

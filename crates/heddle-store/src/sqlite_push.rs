@@ -270,6 +270,42 @@ impl PushStore for SqliteStore {
         .await
     }
 
+    async fn purge_finished_configs(
+        &self,
+        before_ms: i64,
+        limit: usize,
+    ) -> Result<u64, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.exec(move |tx| {
+            // Driven by the configs (few: this keeps them so), each task
+            // looked up by its key.
+            let tasks: Vec<(String, String)> = {
+                let mut stmt = tx
+                    .prepare_cached(
+                        "SELECT DISTINCT c.agent, c.task_id FROM push_configs c
+                         JOIN tasks t ON t.agent = c.agent AND t.id = c.task_id
+                         WHERE t.state IN (3, 4, 5, 7) AND t.status_ms < ?1
+                           AND NOT EXISTS (SELECT 1 FROM push_outbox o
+                               WHERE o.state = 0 AND o.agent = c.agent AND o.task_id = c.task_id)
+                         LIMIT ?2",
+                    )
+                    .map_err(db)?;
+                let rows = stmt
+                    .query_map(params![before_ms, limit], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .map_err(db)?;
+                rows.collect::<Result<_, _>>().map_err(db)?
+            };
+            let mut stmt = tx
+                .prepare_cached("DELETE FROM push_configs WHERE agent = ?1 AND task_id = ?2")
+                .map_err(db)?;
+            for (agent, task) in &tasks {
+                stmt.execute(params![agent, task]).map_err(db)?;
+            }
+            Ok(tasks.len() as u64)
+        })
+        .await
+    }
+
     async fn pending_count(&self) -> Result<u64, StoreError> {
         self.read(|conn| {
             let n: i64 = conn

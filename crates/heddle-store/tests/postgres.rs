@@ -134,6 +134,12 @@ async fn contract_shared_outbox() {
 }
 
 #[tokio::test]
+async fn contract_retention() {
+    let (_schema, store) = store_or_skip!("contract_retention");
+    contract::retention(&store).await;
+}
+
+#[tokio::test]
 async fn contract_registry_store() {
     let (_schema, store) = store_or_skip!("contract_registry_store");
     contract::registry_store(&store).await;
