@@ -51,6 +51,12 @@ pub struct PushArgs {
     /// implies --push-sign.
     #[arg(long, value_name = "PATH")]
     push_signing_key: Option<std::path::PathBuf>,
+    /// A key that signed deliveries before --push-signing-key (its PKCS#8
+    /// file, or its public JWK): its public half stays in the JWKS while a
+    /// rotation overlaps, so receivers verify deliveries signed with either.
+    /// Repeatable.
+    #[arg(long, value_name = "PATH", requires = "push_signing_key")]
+    push_previous_key: Vec<std::path::PathBuf>,
 }
 
 impl PushArgs {
@@ -60,7 +66,13 @@ impl PushArgs {
             return Ok(None);
         }
         let signer = match (&self.push_signing_key, self.push_sign) {
-            (Some(path), _) => Some(PushSigner::load(path, issuer)?),
+            (Some(path), _) => {
+                let mut signer = PushSigner::load(path, issuer)?;
+                for previous in &self.push_previous_key {
+                    signer = signer.keep_previous(previous)?;
+                }
+                Some(signer)
+            }
             (None, true) => Some(PushSigner::generate(issuer)?),
             (None, false) => None,
         };

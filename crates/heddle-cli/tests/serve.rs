@@ -366,6 +366,46 @@ async fn serve_flags_choose_the_card_versions_and_the_conformance_switches() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown A2A version"));
 }
 
+/// A push signing key rotated: the new key signs, the old one's public
+/// half is still in the JWKS; `--push-previous-key` alone is refused.
+#[tokio::test]
+async fn a_rotated_push_signing_key_is_published_beside_the_new_one() {
+    let key = |path: &str| {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(path)
+            .display()
+            .to_string()
+    };
+    let (old, new) = (
+        key("../heddle-auth/tests/keys/ec.pem"),
+        key("../heddle-signing/testdata/ec.pem"),
+    );
+    let server = serve_with(
+        "memory",
+        &["--push-signing-key", &new, "--push-previous-key", &old],
+    );
+    let jwks: Value = reqwest::get(format!("{}/.well-known/jwks.json", server.url))
+        .await
+        .expect("jwks")
+        .json()
+        .await
+        .expect("json");
+    let push_keys = jwks["keys"]
+        .as_array()
+        .expect("keys")
+        .iter()
+        .filter(|k| k["crv"] == "P-256")
+        .count();
+    assert_eq!(push_keys, 2, "the new key and the old: {jwks}");
+    assert!(
+        !jwks.to_string().contains("\"d\""),
+        "no private member: {jwks}"
+    );
+    let out = common::heddle(&["serve", "--push-previous-key", &old]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--push-signing-key"));
+}
+
 #[tokio::test]
 async fn serve_rejects_an_unknown_store() {
     let out = Command::new(env!("CARGO_BIN_EXE_heddle"))

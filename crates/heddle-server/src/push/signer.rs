@@ -37,6 +37,9 @@ pub enum SignerError {
 pub struct PushSigner {
     issuer: String,
     key: SigningKey,
+    /// Public JWKs of keys that signed before this one, still published
+    /// while a rotation overlaps ([`PushSigner::keep_previous`]).
+    previous: Vec<serde_json::Value>,
 }
 
 impl fmt::Debug for PushSigner {
@@ -94,7 +97,31 @@ impl PushSigner {
         Ok(Self {
             issuer: issuer.into(),
             key,
+            previous: Vec::new(),
         })
+    }
+
+    /// Also publishes the public half of the key at `path`, which signed
+    /// deliveries before this one: while a rotation overlaps (replicas
+    /// restarting one by one, receivers holding a cached JWKS, JWTs signed
+    /// in the last five minutes) both keys verify. The file is the old
+    /// PKCS#8 key (only its public half is kept) or its public JWK (JSON;
+    /// any private member is dropped). Publishing the same key as the
+    /// current one is a no-op.
+    pub fn keep_previous(mut self, path: &Path) -> Result<Self, SignerError> {
+        let bytes = std::fs::read(path)
+            .map_err(|e| SignerError::Read(path.display().to_string(), e.to_string()))?;
+        let jwk = previous_jwk(&bytes)?;
+        let kid = jwk.get("kid").and_then(serde_json::Value::as_str);
+        let known = kid == Some(self.kid())
+            || self
+                .previous
+                .iter()
+                .any(|p| p.get("kid").and_then(serde_json::Value::as_str) == kid);
+        if !known {
+            self.previous.push(jwk);
+        }
+        Ok(self)
     }
 
     /// The key id (`kid`): the key's RFC 7638 thumbprint.
@@ -102,9 +129,16 @@ impl PushSigner {
         self.key.kid()
     }
 
-    /// The public key as a JWK Set.
+    /// The public keys as a JWK Set: the signing key first, then those kept
+    /// from before a rotation.
     pub fn jwks(&self) -> serde_json::Value {
-        serde_json::json!({ "keys": self.key.public_jwk().into_iter().collect::<Vec<_>>() })
+        let keys: Vec<_> = self
+            .key
+            .public_jwk()
+            .into_iter()
+            .chain(self.previous.iter().cloned())
+            .collect();
+        serde_json::json!({ "keys": keys })
     }
 
     /// The JWT for one delivery.
@@ -127,6 +161,44 @@ impl PushSigner {
             }
         }
     }
+}
+
+/// The public JWK of an earlier signing key: from its PKCS#8 file, or from
+/// a JWK file of which only the public EC P-256 members are kept.
+fn previous_jwk(bytes: &[u8]) -> Result<serde_json::Value, SignerError> {
+    let text = std::str::from_utf8(bytes).unwrap_or_default();
+    if text.trim_start().starts_with('{') {
+        let jwk: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| SignerError::Key(e.to_string()))?;
+        let member = |k: &str| jwk.get(k).and_then(serde_json::Value::as_str);
+        let (Some("EC"), Some("P-256"), Some(x), Some(y)) =
+            (member("kty"), member("crv"), member("x"), member("y"))
+        else {
+            return Err(SignerError::Key(
+                "a previous key's JWK must be an EC P-256 key (kty, crv, x, y)".into(),
+            ));
+        };
+        let mut public = serde_json::json!({"kty": "EC", "crv": "P-256", "x": x, "y": y});
+        let kid =
+            heddle_signing::thumbprint(&public).map_err(|e| SignerError::Key(e.to_string()))?;
+        if let serde_json::Value::Object(m) = &mut public {
+            m.insert("kid".into(), kid.into());
+            m.insert("alg".into(), "ES256".into());
+            m.insert("use".into(), "sig".into());
+        }
+        return Ok(public);
+    }
+    let key = if text.contains("-----BEGIN") {
+        SigningKey::from_file_text(text, None, None)
+    } else {
+        SigningKey::from_pkcs8_der(bytes, None)
+    }
+    .map_err(|e| SignerError::Key(e.to_string()))?;
+    if key.alg() != "ES256" {
+        return Err(SignerError::Key(format!("an {} key", key.alg())));
+    }
+    key.public_jwk()
+        .ok_or_else(|| SignerError::Key("the key has no public half".into()))
 }
 
 #[cfg(test)]
@@ -152,5 +224,92 @@ mod tests {
         let jwks: jsonwebtoken::jwk::JwkSet = serde_json::from_value(other.jwks()).unwrap();
         let key = jsonwebtoken::DecodingKey::from_jwk(&jwks.keys[0]).unwrap();
         assert!(jsonwebtoken::decode::<serde_json::Value>(&jwt, &key, &v).is_err());
+    }
+
+    fn pkcs8_pem() -> String {
+        let rng = SystemRandom::new();
+        let der =
+            EcdsaKeyPair::generate_pkcs8(&ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
+                .unwrap();
+        let b64 = base64::engine::general_purpose::STANDARD.encode(der.as_ref());
+        format!("-----BEGIN PRIVATE KEY-----\n{b64}\n-----END PRIVATE KEY-----\n")
+    }
+
+    fn verifies(jwt: &str, jwks: &serde_json::Value) -> bool {
+        let jwks: jsonwebtoken::jwk::JwkSet = serde_json::from_value(jwks.clone()).unwrap();
+        let kid = jsonwebtoken::decode_header(jwt).unwrap().kid.unwrap();
+        let Some(jwk) = jwks.find(&kid) else {
+            return false;
+        };
+        let key = jsonwebtoken::DecodingKey::from_jwk(jwk).unwrap();
+        let mut v = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::ES256);
+        v.set_issuer(&["https://hub.example"]);
+        jsonwebtoken::decode::<serde_json::Value>(jwt, &key, &v).is_ok()
+    }
+
+    /// A rotation: the new key signs, the old one's public half stays in the
+    /// JWKS, so a delivery signed before the rotation still verifies; from a
+    /// JWK file only the public members are published.
+    #[test]
+    fn a_rotated_key_stays_in_the_jwks_beside_the_new_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let (old_path, new_path) = (dir.path().join("old.pem"), dir.path().join("new.pem"));
+        std::fs::write(&old_path, pkcs8_pem()).unwrap();
+        std::fs::write(&new_path, pkcs8_pem()).unwrap();
+        let old = PushSigner::load(&old_path, "https://hub.example").unwrap();
+        let signed_before = old.sign("d-1", "t-1", b"{}").unwrap();
+
+        let new = PushSigner::load(&new_path, "https://hub.example")
+            .unwrap()
+            .keep_previous(&old_path)
+            .unwrap()
+            // Twice, or the current key again: published once.
+            .keep_previous(&old_path)
+            .unwrap()
+            .keep_previous(&new_path)
+            .unwrap();
+        let jwks = new.jwks();
+        let kids: Vec<_> = jwks["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["kid"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(kids, [new.kid(), old.kid()], "the signing key first");
+        assert!(
+            jwks["keys"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|k| k.get("d").is_none())
+        );
+        let signed_after = new.sign("d-2", "t-1", b"{}").unwrap();
+        assert!(verifies(&signed_before, &jwks));
+        assert!(verifies(&signed_after, &jwks));
+        assert!(
+            !verifies(&signed_after, &old.jwks()),
+            "the old JWKS lacks the new key"
+        );
+
+        // A JWK file with its private member: only the public part is kept.
+        let mut private = old.key.public_jwk().unwrap();
+        private["d"] = serde_json::Value::String("secret-part".into());
+        let jwk_path = dir.path().join("old.jwk");
+        std::fs::write(&jwk_path, private.to_string()).unwrap();
+        let from_jwk = PushSigner::load(&new_path, "https://hub.example")
+            .unwrap()
+            .keep_previous(&jwk_path)
+            .unwrap();
+        let published = from_jwk.jwks().to_string();
+        assert!(!published.contains("secret-part"));
+        assert!(verifies(&signed_before, &from_jwk.jwks()));
+
+        // Not an EC P-256 key: refused, saying why.
+        std::fs::write(&jwk_path, r#"{"kty":"oct","k":"c2VjcmV0"}"#).unwrap();
+        let refused = PushSigner::generate("https://hub.example")
+            .unwrap()
+            .keep_previous(&jwk_path)
+            .unwrap_err();
+        assert!(refused.to_string().contains("P-256"), "{refused}");
     }
 }
