@@ -127,21 +127,23 @@ impl std::fmt::Debug for NewKey {
     }
 }
 
-/// Where key records live. Calls block (SQLite); [`ApiKeys`] runs them off
-/// the async executor.
+/// Where key records live: memory, SQLite (feature `sqlite`, blocking calls
+/// run off the async executor) or PostgreSQL (feature `postgres`, shared by
+/// every replica).
 ///
 /// A key's id owns its tasks, so a store never deletes a row nor lets an id
 /// name a second key.
+#[async_trait::async_trait]
 pub trait KeyStore: Send + Sync + 'static {
     /// Adds a record; fails if an active key has the same name or any key,
     /// revoked or not, the same id.
-    fn insert(&self, record: &KeyRecord) -> Result<(), AuthError>;
+    async fn insert(&self, record: &KeyRecord) -> Result<(), AuthError>;
     /// The record with `id`, revoked or not.
-    fn get(&self, id: &str) -> Result<Option<KeyRecord>, AuthError>;
+    async fn get(&self, id: &str) -> Result<Option<KeyRecord>, AuthError>;
     /// Every record, oldest first.
-    fn list(&self) -> Result<Vec<KeyRecord>, AuthError>;
+    async fn list(&self) -> Result<Vec<KeyRecord>, AuthError>;
     /// Revokes the active key named `name_or_id` (a name or an id); the revoked records.
-    fn revoke(&self, name_or_id: &str, at: i64) -> Result<Vec<KeyRecord>, AuthError>;
+    async fn revoke(&self, name_or_id: &str, at: i64) -> Result<Vec<KeyRecord>, AuthError>;
 }
 
 /// Keys in memory (tests, embedded servers).
@@ -156,8 +158,9 @@ impl MemoryKeyStore {
     }
 }
 
+#[async_trait::async_trait]
 impl KeyStore for MemoryKeyStore {
-    fn insert(&self, record: &KeyRecord) -> Result<(), AuthError> {
+    async fn insert(&self, record: &KeyRecord) -> Result<(), AuthError> {
         let mut rows = self.rows();
         if rows.iter().any(|r| r.id == record.id) {
             return Err(AuthError::Config(format!(
@@ -178,15 +181,15 @@ impl KeyStore for MemoryKeyStore {
         Ok(())
     }
 
-    fn get(&self, id: &str) -> Result<Option<KeyRecord>, AuthError> {
+    async fn get(&self, id: &str) -> Result<Option<KeyRecord>, AuthError> {
         Ok(self.rows().iter().find(|r| r.id == id).cloned())
     }
 
-    fn list(&self) -> Result<Vec<KeyRecord>, AuthError> {
+    async fn list(&self) -> Result<Vec<KeyRecord>, AuthError> {
         Ok(self.rows().clone())
     }
 
-    fn revoke(&self, name_or_id: &str, at: i64) -> Result<Vec<KeyRecord>, AuthError> {
+    async fn revoke(&self, name_or_id: &str, at: i64) -> Result<Vec<KeyRecord>, AuthError> {
         let mut out = Vec::new();
         for r in self.rows().iter_mut() {
             if r.revoked_at.is_none() && (r.name == name_or_id || r.id == name_or_id) {
@@ -202,6 +205,10 @@ impl KeyStore for MemoryKeyStore {
 mod sqlite;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteKeyStore;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresKeyStore;
 
 struct Cached {
     id: String,
@@ -232,14 +239,6 @@ fn now_secs() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-}
-
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, AuthError> + Send + 'static,
-) -> Result<T, AuthError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| AuthError::Unavailable(format!("key check did not finish: {e}")))?
 }
 
 fn principal(id: &str) -> String {
@@ -331,32 +330,28 @@ impl ApiKeys {
             created_at: now_secs(),
             revoked_at: None,
         };
-        let store = self.store.clone();
-        let r = record.clone();
-        blocking(move || store.insert(&r)).await?;
+        self.store.insert(&record).await?;
         Ok((record, NewKey(key)))
     }
 
     /// Every key record, oldest first.
     pub async fn list(&self) -> Result<Vec<KeyRecord>, AuthError> {
-        let store = self.store.clone();
-        blocking(move || store.list()).await
+        self.store.list().await
     }
 
     /// Revokes the key named (or with id) `name_or_id`; the revoked records
     /// (empty when none matched).
     pub async fn revoke(&self, name_or_id: &str) -> Result<Vec<KeyRecord>, AuthError> {
-        let store = self.store.clone();
-        let target = name_or_id.to_owned();
-        let revoked = blocking(move || store.revoke(&target, now_secs())).await?;
+        let revoked = self.store.revoke(name_or_id, now_secs()).await?;
         self.cache()
             .retain(|_, c| !revoked.iter().any(|r| r.id == c.id));
         Ok(revoked)
     }
 
-    /// The row with `id`, read on a blocking thread once one of the
-    /// [`MAX_CONCURRENT_LOOKUPS`] permits is free. The permit goes with the
-    /// blocking job, so a caller that gives up does not free it early.
+    /// The row with `id`, read once one of the [`MAX_CONCURRENT_LOOKUPS`]
+    /// permits is free. The read runs as a task of its own holding the
+    /// permit, so a caller that gives up does not free it early: callers
+    /// that keep dropping bogus keys cannot pile up reads behind the store.
     async fn lookup(&self, id: &str) -> Result<Option<KeyRecord>, AuthError> {
         let permit = self
             .lookups
@@ -366,11 +361,12 @@ impl ApiKeys {
             .map_err(|_| AuthError::Unavailable("the key store is closed".into()))?;
         let store = self.store.clone();
         let id = id.to_owned();
-        blocking(move || {
+        tokio::spawn(async move {
             let _permit = permit;
-            store.get(&id)
+            store.get(&id).await
         })
         .await
+        .map_err(|e| AuthError::Unavailable(format!("key check did not finish: {e}")))?
     }
 
     /// The caller id (`key:{id}`) of a valid, unrevoked key. Every refusal
@@ -466,7 +462,10 @@ mod tests {
         let k = ApiKeys::new(store.clone()).cache_ttl(Duration::from_millis(50));
         let (record, key) = k.create("ci").await.expect("create");
         k.verify(key.expose()).await.expect("valid first");
-        store.revoke(&record.id, 1).expect("revoke behind its back");
+        store
+            .revoke(&record.id, 1)
+            .await
+            .expect("revoke behind its back");
         tokio::time::sleep(Duration::from_millis(80)).await;
         assert!(k.verify(key.expose()).await.is_err());
     }
@@ -506,23 +505,24 @@ mod tests {
         most: std::sync::atomic::AtomicUsize,
     }
 
+    #[async_trait::async_trait]
     impl KeyStore for SlowStore {
-        fn insert(&self, record: &KeyRecord) -> Result<(), AuthError> {
-            self.inner.insert(record)
+        async fn insert(&self, record: &KeyRecord) -> Result<(), AuthError> {
+            self.inner.insert(record).await
         }
-        fn get(&self, id: &str) -> Result<Option<KeyRecord>, AuthError> {
+        async fn get(&self, id: &str) -> Result<Option<KeyRecord>, AuthError> {
             use std::sync::atomic::Ordering::SeqCst;
             let n = self.now.fetch_add(1, SeqCst) + 1;
             self.most.fetch_max(n, SeqCst);
-            std::thread::sleep(Duration::from_millis(1));
+            tokio::time::sleep(Duration::from_millis(1)).await;
             self.now.fetch_sub(1, SeqCst);
-            self.inner.get(id)
+            self.inner.get(id).await
         }
-        fn list(&self) -> Result<Vec<KeyRecord>, AuthError> {
-            self.inner.list()
+        async fn list(&self) -> Result<Vec<KeyRecord>, AuthError> {
+            self.inner.list().await
         }
-        fn revoke(&self, name_or_id: &str, at: i64) -> Result<Vec<KeyRecord>, AuthError> {
-            self.inner.revoke(name_or_id, at)
+        async fn revoke(&self, name_or_id: &str, at: i64) -> Result<Vec<KeyRecord>, AuthError> {
+            self.inner.revoke(name_or_id, at).await
         }
     }
 
@@ -622,7 +622,7 @@ mod tests {
         };
         assert!(record.has_legacy_hash());
         let store = Arc::new(MemoryKeyStore::default());
-        store.insert(&record).expect("insert");
+        store.insert(&record).await.expect("insert");
         let k = ApiKeys::new(store);
         let (_, key) = k.create("new").await.expect("create");
         assert!(!k.list().await.expect("list")[1].has_legacy_hash());

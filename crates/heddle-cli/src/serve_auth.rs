@@ -41,7 +41,7 @@ pub async fn authenticator(
     let mut lines = Vec::new();
     let keys = if cfg.api_keys.enabled {
         let path = crate::keys::key_db(store)?;
-        let keys = crate::keys::open(&path)?;
+        let keys = crate::keys::open(&path).await?;
         let all = keys.list().await?;
         let active: Vec<_> = all.iter().filter(|k| k.revoked_at.is_none()).collect();
         lines.push(format!(
@@ -49,7 +49,7 @@ pub async fn authenticator(
             cfg.api_keys.name,
             cfg.api_keys.location,
             active.len(),
-            path.display()
+            path
         ));
         let legacy: Vec<_> = active
             .iter()
@@ -151,6 +151,7 @@ secret = "0123456789abcdef0123456789abcdef"
                 created_at: 1,
                 revoked_at: None,
             })
+            .await
             .expect("insert");
         let store = format!("sqlite:{}", db.display());
         let (_, lines) = authenticator(true, None, Some(&store))

@@ -147,6 +147,12 @@ impl PostgresStore {
         Ok(())
     }
 
+    /// The pool, for tables another crate keeps beside Heddle's (such as
+    /// `heddle-auth`'s API keys): its connections already use the schema.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
     /// The URL it was opened with (with its `schema`), any password
     /// replaced by `***`.
     pub fn url(&self) -> &str {

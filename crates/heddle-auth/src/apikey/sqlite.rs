@@ -4,7 +4,7 @@
 
 use std::{
     path::{Path, PathBuf},
-    sync::Mutex,
+    sync::{Arc, Mutex},
 };
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -26,7 +26,7 @@ const MIGRATIONS: &[&str] = &["CREATE TABLE api_keys (
 #[derive(Debug)]
 pub struct SqliteKeyStore {
     path: PathBuf,
-    conn: Mutex<Connection>,
+    conn: Arc<Mutex<Connection>>,
 }
 
 fn db(e: rusqlite::Error) -> AuthError {
@@ -74,7 +74,7 @@ impl SqliteKeyStore {
         tx.commit().map_err(db)?;
         Ok(Self {
             path,
-            conn: Mutex::new(conn),
+            conn: Arc::new(Mutex::new(conn)),
         })
     }
 
@@ -83,8 +83,18 @@ impl SqliteKeyStore {
         &self.path
     }
 
-    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
-        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    /// Runs `f` on the connection on a blocking thread: SQLite calls block.
+    async fn with_conn<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, AuthError> + Send + 'static,
+    ) -> Result<T, AuthError> {
+        let conn = self.conn.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut conn = conn.lock().unwrap_or_else(|e| e.into_inner());
+            f(&mut conn)
+        })
+        .await
+        .map_err(|e| AuthError::Unavailable(format!("key store call did not finish: {e}")))?
     }
 }
 
@@ -98,10 +108,12 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<KeyRecord> {
     })
 }
 
+#[async_trait::async_trait]
 impl KeyStore for SqliteKeyStore {
-    fn insert(&self, k: &KeyRecord) -> Result<(), AuthError> {
-        self.conn()
-            .execute(
+    async fn insert(&self, k: &KeyRecord) -> Result<(), AuthError> {
+        let k = k.clone();
+        self.with_conn(move |conn| {
+            conn.execute(
                 "INSERT INTO api_keys (id, name, hash, created_at, revoked_at) VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![k.id, k.name, k.hash, k.created_at, k.revoked_at],
             )
@@ -117,57 +129,67 @@ impl KeyStore for SqliteKeyStore {
                 }
                 e => db(e),
             })?;
-        Ok(())
+            Ok(())
+        })
+        .await
     }
 
-    fn get(&self, id: &str) -> Result<Option<KeyRecord>, AuthError> {
-        self.conn()
-            .query_row(
+    async fn get(&self, id: &str) -> Result<Option<KeyRecord>, AuthError> {
+        let id = id.to_owned();
+        self.with_conn(move |conn| {
+            conn.query_row(
                 "SELECT id, name, hash, created_at, revoked_at FROM api_keys WHERE id = ?1",
                 params![id],
                 row,
             )
             .optional()
             .map_err(db)
+        })
+        .await
     }
 
-    fn list(&self) -> Result<Vec<KeyRecord>, AuthError> {
-        let conn = self.conn();
-        let mut stmt = conn
-            .prepare(
-                "SELECT id, name, hash, created_at, revoked_at FROM api_keys ORDER BY created_at, id",
-            )
-            .map_err(db)?;
-        let rows = stmt.query_map([], row).map_err(db)?;
-        rows.collect::<Result<_, _>>().map_err(db)
-    }
-
-    fn revoke(&self, name_or_id: &str, at: i64) -> Result<Vec<KeyRecord>, AuthError> {
-        let mut conn = self.conn();
-        let tx = conn.transaction().map_err(db)?;
-        let found = {
-            let mut stmt = tx
+    async fn list(&self) -> Result<Vec<KeyRecord>, AuthError> {
+        self.with_conn(|conn| {
+            let mut stmt = conn
                 .prepare(
-                    "SELECT id, name, hash, created_at, revoked_at FROM api_keys
-                     WHERE revoked_at IS NULL AND (name = ?1 OR id = ?1)",
+                    "SELECT id, name, hash, created_at, revoked_at FROM api_keys ORDER BY created_at, id",
                 )
                 .map_err(db)?;
-            let rows = stmt.query_map(params![name_or_id], row).map_err(db)?;
-            rows.collect::<Result<Vec<_>, _>>().map_err(db)?
-        };
-        tx.execute(
-            "UPDATE api_keys SET revoked_at = ?2 WHERE revoked_at IS NULL AND (name = ?1 OR id = ?1)",
-            params![name_or_id, at],
-        )
-        .map_err(db)?;
-        tx.commit().map_err(db)?;
-        Ok(found
-            .into_iter()
-            .map(|mut r| {
-                r.revoked_at = Some(at);
-                r
-            })
-            .collect())
+            let rows = stmt.query_map([], row).map_err(db)?;
+            rows.collect::<Result<_, _>>().map_err(db)
+        })
+        .await
+    }
+
+    async fn revoke(&self, name_or_id: &str, at: i64) -> Result<Vec<KeyRecord>, AuthError> {
+        let name_or_id = name_or_id.to_owned();
+        self.with_conn(move |conn| {
+            let tx = conn.transaction().map_err(db)?;
+            let found = {
+                let mut stmt = tx
+                    .prepare(
+                        "SELECT id, name, hash, created_at, revoked_at FROM api_keys
+                         WHERE revoked_at IS NULL AND (name = ?1 OR id = ?1)",
+                    )
+                    .map_err(db)?;
+                let rows = stmt.query_map(params![name_or_id], row).map_err(db)?;
+                rows.collect::<Result<Vec<_>, _>>().map_err(db)?
+            };
+            tx.execute(
+                "UPDATE api_keys SET revoked_at = ?2 WHERE revoked_at IS NULL AND (name = ?1 OR id = ?1)",
+                params![name_or_id, at],
+            )
+            .map_err(db)?;
+            tx.commit().map_err(db)?;
+            Ok(found
+                .into_iter()
+                .map(|mut r| {
+                    r.revoked_at = Some(at);
+                    r
+                })
+                .collect())
+        })
+        .await
     }
 }
 

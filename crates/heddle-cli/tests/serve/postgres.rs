@@ -107,3 +107,62 @@ async fn a_task_outlives_the_server_on_postgres() {
         .unwrap_or("");
     assert!(text.contains("hello postgres"), "{got}");
 }
+
+/// API keys kept in PostgreSQL: a key made with `heddle keys` is accepted by
+/// two servers on the store, and once revoked, refused by one that had not
+/// seen it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_keys_in_postgres_are_shared_by_every_server() {
+    let Some(url) = database("api_keys_in_postgres_are_shared_by_every_server") else {
+        return;
+    };
+    let name = format!("heddle_cli_keys_{}", std::process::id());
+    let _cleanup = DropSchema {
+        url: url.clone(),
+        name: name.clone(),
+    };
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let store = format!("{url}{sep}schema={name}");
+    let (code, key, err) = super::heddle(&["keys", "create", "--name", "ci", "--store", &store]);
+    assert_eq!(code, 0, "keys create: {key}{err}");
+    let key = key.trim().to_owned();
+    assert!(key.starts_with("hdk_"), "{key}");
+
+    let (code, _, err) = super::heddle(&["keys", "create", "--name", "ci", "--store", &store]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("already named"),
+        "a second active key named ci: {err}"
+    );
+
+    let a = super::serve_with(&store, &["--require-auth"]);
+    let b = super::serve_with(&store, &["--require-auth"]);
+    let client = reqwest::Client::new();
+    let call = |base: String, key: Option<String>| {
+        let client = client.clone();
+        async move {
+            let mut req = client
+                .post(format!("{base}/api/v1/agents/echo/a2a"))
+                .header("A2A-Version", "1.0")
+                .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                    "params": {"message": message("k-1", "hi")}}));
+            if let Some(key) = key {
+                req = req.header("api-key", key);
+            }
+            req.send().await.expect("call").status().as_u16()
+        }
+    };
+    assert_eq!(call(a.url.clone(), Some(key.clone())).await, 200);
+    assert_eq!(call(a.url.clone(), None).await, 401);
+
+    let (code, out, err) = super::heddle(&["keys", "revoke", "ci", "--store", &store]);
+    assert_eq!(code, 0, "keys revoke: {out}{err}");
+    assert_eq!(
+        call(b.url.clone(), Some(key.clone())).await,
+        401,
+        "a server that had not seen the key refuses it at once"
+    );
+    let (code, listed, _) = super::heddle(&["keys", "list", "--store", &store, "-o", "json"]);
+    assert_eq!(code, 0);
+    assert!(listed.contains("\"revokedAt\":\""), "{listed}");
+}
