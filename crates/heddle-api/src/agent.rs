@@ -163,4 +163,16 @@ pub trait AgentExecutor: Send + Sync + 'static {
         events.cancel(None).await?;
         Ok(())
     }
+
+    /// Whether a run of this agent may be resumed on another server
+    /// replica when the one running it dies. If so, the replica that takes
+    /// the task over calls [`execute`](Self::execute) again with the task
+    /// as it stands (`ctx.task`: its status, history and artifacts, the
+    /// dead replica's last events included) and its last user message as
+    /// `ctx.message`; the run carries on from there without redoing what
+    /// the task already shows. The default, `false`, ends such a task
+    /// FAILED, saying its replica stopped.
+    fn resumable(&self) -> bool {
+        false
+    }
 }

@@ -78,6 +78,10 @@ pub struct ServeArgs {
     /// (the benchmarks use 0, and a long pause to hold streams open).
     #[arg(long, default_value_t = 150)]
     writer_stream_pause_ms: u64,
+    /// Let another replica resume a `writer-stream` run whose replica died,
+    /// from the chunks it had written, instead of failing it.
+    #[arg(long)]
+    writer_stream_resumable: bool,
     /// A2A versions to serve, comma-separated: `1.0`, `0.3`. With `1.0`
     /// alone the cards are strict v1.0 cards and v0.3 calls are
     /// VersionNotSupported.
@@ -354,6 +358,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let demo = DemoOptions {
         writer_stream: WriterStream {
             pause: std::time::Duration::from_millis(args.writer_stream_pause_ms),
+            resumable: args.writer_stream_resumable,
         },
         conformance: ConformanceCard {
             required_extension: args.conformance_required_extension,

@@ -56,6 +56,7 @@ async fn hub() -> String {
             AgentProfile::new("writer-stream", "Stream", "s", &["t"]),
             Arc::new(WriterStream {
                 pause: Duration::from_millis(150),
+                ..Default::default()
             }),
         )
         .build()

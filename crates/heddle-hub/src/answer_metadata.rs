@@ -98,6 +98,9 @@ impl AgentExecutor for Stamped {
         let events = self.events(&events);
         self.inner.cancel(ctx, events).await
     }
+    fn resumable(&self) -> bool {
+        self.inner.resumable()
+    }
 }
 
 /// Adds the object to each message and artifact on its way to the task.

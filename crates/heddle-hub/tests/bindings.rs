@@ -111,6 +111,7 @@ async fn app_setup(setup: Setup) -> App {
             AgentProfile::new("writer-stream", "Stream", "s", &["t"]),
             Arc::new(WriterStream {
                 pause: Duration::from_millis(10),
+                ..Default::default()
             }),
         )
         .agent(
@@ -1358,6 +1359,7 @@ async fn grpc_timeout_ends_unary_and_streaming_calls_with_deadline_exceeded() {
             AgentProfile::new("slow", "Slow", "one chunk a minute", &["t"]),
             Arc::new(WriterStream {
                 pause: Duration::from_secs(60),
+                ..Default::default()
             }),
         )
         .build()

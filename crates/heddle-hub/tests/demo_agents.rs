@@ -20,10 +20,16 @@ use tower::ServiceExt;
 
 async fn app(pause: Duration) -> Router {
     let builder = Hub::builder("http://test.local", Arc::new(MemoryStore::default()));
-    with_demo_agents_using(builder, WriterStream { pause })
-        .build()
-        .await
-        .router()
+    with_demo_agents_using(
+        builder,
+        WriterStream {
+            pause,
+            ..Default::default()
+        },
+    )
+    .build()
+    .await
+    .router()
 }
 
 async fn v1(app: &Router, method: &str, params: Value) -> Value {

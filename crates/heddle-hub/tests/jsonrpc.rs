@@ -40,6 +40,7 @@ async fn hub_with(store: Arc<dyn TaskStore>, limits: Limits) -> Hub {
             AgentProfile::new("writer-stream", "Stream", "stream", &["t"]),
             Arc::new(WriterStream {
                 pause: Duration::from_millis(20),
+                ..Default::default()
             }),
         )
         .agent(
@@ -1291,6 +1292,7 @@ async fn anonymous_callers_are_limited_per_address() {
             AgentProfile::new("slow", "Slow", "slow", &["t"]),
             Arc::new(WriterStream {
                 pause: Duration::from_secs(30),
+                ..Default::default()
             }),
         )
         .build()

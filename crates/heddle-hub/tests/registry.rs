@@ -509,6 +509,7 @@ async fn registry_churn_cuts_no_stream_and_shows_no_half_registered_agent() {
                 .admin(AdminAccess::default().token(TOKEN)),
             WriterStream {
                 pause: Duration::from_millis(1500),
+                ..Default::default()
             },
         )
     })

@@ -530,3 +530,57 @@ async fn stopping_replica_hands_its_streams_and_tasks_over(b: &mut Server, c: &S
         stopping.elapsed()
     );
 }
+
+/// An agent that declares its runs resumable: A is killed with SIGKILL
+/// after the first chunk, and the replica that takes the task over runs
+/// the agent again from the task as it stands. B's subscriber sees the
+/// other two chunks and COMPLETED, one generation after another; the
+/// stored report has each chunk once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumable_agents_task_is_resumed_by_another_replica() {
+    let test = "a_resumable_agents_task_is_resumed_by_another_replica";
+    let resumable = ["--writer-stream-resumable"];
+    let Some(mut three) = three(test, "heddle_replicas_resume", &resumable).await else {
+        return;
+    };
+    let Three { a, b, .. } = &mut three;
+    let task = start_task(&a.url, "resume-1").await;
+    let mut on_b = subscribe(&b.url, &task, None).await;
+    let mut seen = Vec::new();
+    while let Ok(Some(s)) = tokio::time::timeout(Duration::from_secs(10), on_b.recv()).await {
+        let chunk = s.result.get("artifactUpdate").is_some();
+        seen.push(s);
+        if chunk {
+            break;
+        }
+    }
+    assert!(
+        seen.last()
+            .is_some_and(|s| s.result.get("artifactUpdate").is_some()),
+        "a chunk before the kill: {seen:?}"
+    );
+    a.child.kill().expect("kill -9 A");
+    seen.extend(drain(&mut on_b, Duration::from_secs(20)).await);
+    assert_gap_free(&seen);
+    assert_eq!(
+        seen.last().and_then(Seen::state),
+        Some("TASK_STATE_COMPLETED"),
+        "resumed to its end: {seen:?}"
+    );
+    let chunks = seen
+        .iter()
+        .filter(|s| s.result.get("artifactUpdate").is_some())
+        .count();
+    assert_eq!(chunks, 3, "each chunk once: {seen:?}");
+    let got = rpc(
+        &reqwest::Client::new(),
+        &b.url,
+        "writer-stream",
+        "GetTask",
+        json!({"id": task}),
+    )
+    .await
+    .expect("get");
+    let parts = got["artifacts"][0]["parts"].as_array().map_or(0, Vec::len);
+    assert_eq!(parts, 3, "{got}");
+}

@@ -77,12 +77,17 @@ impl AgentExecutor for Writer {
 pub struct WriterStream {
     /// Pause between chunks, so a terminal shows them arrive.
     pub pause: Duration,
+    /// Whether a run whose server replica died is resumed on another
+    /// (the chunks the task already holds are not written again) rather
+    /// than failed ([`AgentExecutor::resumable`]).
+    pub resumable: bool,
 }
 
 impl Default for WriterStream {
     fn default() -> Self {
         Self {
             pause: Duration::from_millis(150),
+            resumable: false,
         }
     }
 }
@@ -97,9 +102,16 @@ pub const WRITER_STREAM_CHUNKS: [&str; 3] = [
 #[async_trait]
 impl AgentExecutor for WriterStream {
     async fn execute(&self, ctx: RequestContext, events: TaskEvents) -> Result<(), AgentError> {
-        events.working(Some("Writing.")).await?;
         let id = format!("{}-report", ctx.task_id);
-        for (i, chunk) in WRITER_STREAM_CHUNKS.iter().enumerate() {
+        // A resumed run: the chunks the task holds are written already.
+        let written = ctx
+            .task
+            .as_ref()
+            .and_then(|t| t.artifacts.iter().find(|a| a.artifact_id == id))
+            .map_or(0, |a| a.parts.len());
+        let note = if written > 0 { "Resuming." } else { "Writing." };
+        events.working(Some(note)).await?;
+        for (i, chunk) in WRITER_STREAM_CHUNKS.iter().enumerate().skip(written) {
             if ctx.cancel.is_cancelled() {
                 return Ok(());
             }
@@ -118,5 +130,9 @@ impl AgentExecutor for WriterStream {
         }
         events.complete(None).await?;
         Ok(())
+    }
+
+    fn resumable(&self) -> bool {
+        self.resumable
     }
 }

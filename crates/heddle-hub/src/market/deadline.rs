@@ -57,4 +57,7 @@ impl AgentExecutor for Deadline {
     async fn cancel(&self, ctx: RequestContext, events: TaskEvents) -> Result<(), AgentError> {
         self.inner.cancel(ctx, events).await
     }
+    fn resumable(&self) -> bool {
+        self.inner.resumable()
+    }
 }

@@ -71,4 +71,7 @@ impl AgentExecutor for Metered {
     async fn cancel(&self, ctx: RequestContext, events: TaskEvents) -> Result<(), AgentError> {
         self.inner.cancel(ctx, events).await
     }
+    fn resumable(&self) -> bool {
+        self.inner.resumable()
+    }
 }

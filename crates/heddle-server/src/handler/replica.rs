@@ -113,6 +113,16 @@ impl RequestHandler {
         if !st.created || state.is_terminal() || state.is_interrupted() {
             return Ok(());
         }
+        if self.inner.executor.resumable() {
+            drop(st);
+            match self.resume_run(live.clone()).await {
+                Ok(()) => return Ok(()),
+                Err(e) => {
+                    tracing::warn!(task = %id, error = %e.message, "could not resume a task; failing it");
+                    st = live.state.lock().await;
+                }
+            }
+        }
         let events = TaskEvents::new(live.clone(), st.task.context_id.clone());
         let msg = events.agent_message(vec![v1::Part::text(reason)]);
         live.apply_status(
@@ -126,6 +136,50 @@ impl RequestHandler {
         if let Some(gate) = &self.inner.gate {
             gate.ended_outside_run(&st.task);
         }
+        Ok(())
+    }
+
+    /// Runs a resumable agent's task again here, its replica gone: the
+    /// executor gets the task as it stands (caught up from the bus) and its
+    /// last user message, for its owner, and carries on. It passes no gate:
+    /// what the first run was charged covers it.
+    async fn resume_run(&self, live: Arc<LiveTask>) -> Result<(), A2aError> {
+        let task = live.state.lock().await.task.clone();
+        let owner = &live.scope.owner;
+        let caller = if owner.is_empty() {
+            Caller::anonymous()
+        } else {
+            Caller::authenticated(owner.clone())
+        };
+        let running = self
+            .inner
+            .caller_limits
+            .take_running(crate::limit::CallerKey::of(Some(&caller), None))?;
+        let message = task
+            .history
+            .iter()
+            .rev()
+            .find(|m| m.role == v1::Role::User as i32)
+            .cloned()
+            .unwrap_or_default();
+        let ctx = Box::new(heddle_api::RequestContext {
+            task_id: live.id.clone(),
+            context_id: task.context_id.clone(),
+            message,
+            task: Some(Box::new(task)),
+            caller,
+            extensions: Vec::new(),
+            configuration: None,
+            metadata: None,
+            protocol_version: heddle_core::ProtocolVersion::V1_0,
+            cancel: live.cancel.clone(),
+            streaming: false,
+            agent: self.inner.agent_url.clone(),
+            delegation: None,
+            max_hops: self.inner.max_hops,
+        });
+        tracing::info!(task = %live.id, "resuming a task whose replica stopped");
+        self.spawn_execution(live, ctx, running, None, None).await;
         Ok(())
     }
 
