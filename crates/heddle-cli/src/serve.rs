@@ -78,6 +78,11 @@ pub struct ServeArgs {
     /// (the benchmarks use 0, and a long pause to hold streams open).
     #[arg(long, default_value_t = 150)]
     writer_stream_pause_ms: u64,
+    /// On SIGTERM or Ctrl-C, how long running tasks get to finish, in
+    /// seconds, once streams are drained and connections closed; what still
+    /// runs then is handed to another replica (or failed at the next start).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=3600))]
+    shutdown_grace_secs: u64,
     /// Let another replica resume a `writer-stream` run whose replica died,
     /// from the chunks it had written, instead of failing it.
     #[arg(long)]
@@ -482,6 +487,19 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         let _ = stop_tx.send(true);
     };
     let (http, grpc, ()) = tokio::join!(http, grpc, signal);
+    // Running tasks get the grace time to finish here; what still runs
+    // then is handed over (with replicas) or failed at the next start.
+    let grace =
+        std::time::Instant::now() + std::time::Duration::from_secs(args.shutdown_grace_secs);
+    while hub.running_tasks() > 0 && std::time::Instant::now() < grace {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    if hub.running_tasks() > 0 {
+        tracing::warn!(
+            tasks = hub.running_tasks(),
+            "stopping with tasks still running"
+        );
+    }
     if let Some(cluster) = &cluster {
         cluster.shutdown().await;
     }

@@ -338,6 +338,13 @@ impl Hub {
         self.shared.builtins.keys().cloned().collect()
     }
 
+    /// How many tasks run (or wait for a place to run) now, every agent's
+    /// together: a hub that is stopping waits for them before it hands
+    /// them over.
+    pub fn running_tasks(&self) -> usize {
+        self.shared.caller_limits.running()
+    }
+
     /// Ends every agent's open task streams, each with a last event telling
     /// its client to subscribe again ([`heddle_server::RESUBSCRIBE_KEY`]);
     /// streams opened later end so at once. For a server that is stopping:

@@ -98,6 +98,15 @@ impl CallerLimits {
         Self::new(None, NonZeroU32::MIN, usize::MAX)
     }
 
+    /// How many tasks run (or wait for a place to run) now, every caller's
+    /// together: what a server that is stopping waits for.
+    pub fn running(&self) -> usize {
+        self.inner
+            .lock()
+            .values()
+            .fold(0, |all, n| all.saturating_add(*n))
+    }
+
     /// Counts one request of `key`; ResourceExhausted past the rate.
     pub fn check_rate(&self, key: CallerKey) -> Result<(), A2aError> {
         self.check_rate_n(key, 1)
