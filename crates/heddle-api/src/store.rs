@@ -396,9 +396,11 @@ pub trait PushStore: Send + Sync + 'static {
     async fn pending_deliveries(&self, limit: usize) -> Result<Vec<Delivery>, StoreError>;
 
     /// The first pending delivery of each task and config ([`Delivery::group`]),
-    /// oldest first, at most `limit`: the ones a worker may attempt now (the
-    /// rest of a group waits behind its first, in order). A task with a long
-    /// backlog takes one place, so it holds back no other task's deliveries.
+    /// the soonest due first (by `next_attempt_ms`, then `seq`), at most
+    /// `limit`: the ones a worker may attempt (the rest of a group waits
+    /// behind its first, in order). A task with a long backlog takes one
+    /// place, and heads waiting out a backoff come after every due one, so
+    /// neither holds back another task's deliveries.
     ///
     /// The default keeps each group's first of
     /// [`pending_deliveries`](Self::pending_deliveries)`(limit)`, which is
@@ -407,10 +409,12 @@ pub trait PushStore: Send + Sync + 'static {
     async fn delivery_heads(&self, limit: usize) -> Result<Vec<Delivery>, StoreError> {
         let mut seen = std::collections::HashSet::new();
         let pending = self.pending_deliveries(limit).await?;
-        Ok(pending
+        let mut heads: Vec<Delivery> = pending
             .into_iter()
             .filter(|d| seen.insert(d.group()))
-            .collect())
+            .collect();
+        heads.sort_by_key(|d| (d.next_attempt_ms, d.seq));
+        Ok(heads)
     }
 
     /// How many deliveries are pending, for the outbox gauge. The default

@@ -480,9 +480,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let signal = async {
         shutdown().await;
-        // Streams end first, each telling its client to subscribe again
-        // (here once restarted, or on another replica); then the listeners
-        // stop accepting and finish what their connections have begun.
+        // No dead replica's tasks are taken on from here. Streams end
+        // first, each telling its client to subscribe again (here once
+        // restarted, or on another replica); then the listeners stop
+        // accepting and finish what their connections have begun.
+        if let Some(cluster) = &cluster {
+            cluster.stop_reaping();
+        }
         hub.drain_streams();
         let _ = stop_tx.send(true);
     };

@@ -111,7 +111,14 @@ pub struct Cluster {
     bus: Arc<dyn EventBus>,
     leases: Option<(Arc<dyn LeaseStore>, LeaseTimes)>,
     handlers: Mutex<HashMap<String, Weak<crate::handler::Inner>>>,
+    /// Ends the control subscription and the lease renewal.
     stop: CancellationToken,
+    /// Ends the reaping of other replicas' expired leases (a child of
+    /// `stop`): a replica that is stopping takes on no new tasks.
+    reaping: CancellationToken,
+    /// The renewal loop, awaited before the leases are handed over, so no
+    /// renewal in flight extends them after.
+    renewer: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -130,12 +137,15 @@ pub const LOST_REPLICA: &str =
 impl Cluster {
     /// A replica with a random id, sharing events over `bus`.
     pub fn new(bus: Arc<dyn EventBus>) -> Self {
+        let stop = CancellationToken::new();
         Self {
             replica: crate::new_id(),
             bus,
             leases: None,
             handlers: Mutex::new(HashMap::default()),
-            stop: CancellationToken::new(),
+            reaping: stop.child_token(),
+            stop,
+            renewer: Mutex::new(None),
         }
     }
 
@@ -241,7 +251,8 @@ impl Cluster {
         });
         if let Some((store, times)) = self.leases.clone() {
             let me = self.clone();
-            tokio::spawn(async move { me.renew_loop(store, times).await });
+            let renewer = tokio::spawn(async move { me.renew_loop(store, times).await });
+            *self.renewer.lock().unwrap_or_else(|e| e.into_inner()) = Some(renewer);
             let me = self.clone();
             tokio::spawn(async move { me.reap_loop(times).await });
         }
@@ -252,13 +263,36 @@ impl Cluster {
         self.stop.cancel();
     }
 
-    /// Stops the loops and hands this replica's tasks over: their leases
-    /// run out now, so the other replicas end them at their next reaping
-    /// round instead of a lease time later. For a replica that is stopping,
-    /// once its streams and connections are drained; a write its executors
-    /// still make after that conflicts with the takeover and is dropped.
+    /// Stops claiming other replicas' expired leases, while this replica's
+    /// own stay renewed: the first step of stopping, so a replica on its
+    /// way out takes on no dead replica's tasks.
+    pub fn stop_reaping(&self) {
+        self.reaping.cancel();
+    }
+
+    /// Stops the loops and hands this replica's tasks over: the runs still
+    /// going here are aborted (writing nothing), then their leases run out
+    /// at once, so the other replicas end (or resume) them at their next
+    /// reaping round instead of a lease time later. For a replica that is
+    /// stopping, once its streams, connections and grace time are done.
     pub async fn shutdown(&self) {
         self.stop();
+        let renewer = self
+            .renewer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(renewer) = renewer {
+            let _ = renewer.await;
+        }
+        let handlers: Vec<RequestHandler> = self
+            .lock()
+            .values()
+            .filter_map(RequestHandler::upgrade)
+            .collect();
+        for handler in handlers {
+            handler.abort_runs().await;
+        }
         if let Some((store, _)) = &self.leases {
             match store.renew_leases(&self.replica, 0).await {
                 Ok(n) if n > 0 => tracing::info!(tasks = n, "handed this replica's tasks over"),
@@ -287,7 +321,7 @@ impl Cluster {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
-                () = self.stop.cancelled() => return,
+                () = self.reaping.cancelled() => return,
                 _ = tick.tick() => {}
             }
             self.reap().await;

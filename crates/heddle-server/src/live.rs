@@ -309,6 +309,15 @@ impl Drop for Lease<'_> {
 }
 
 impl LiveTasks {
+    /// The tasks whose agent runs here now.
+    pub(crate) fn running(&self) -> Vec<Arc<LiveTask>> {
+        self.lock()
+            .values()
+            .filter(|t| t.running.load(std::sync::atomic::Ordering::Acquire))
+            .cloned()
+            .collect()
+    }
+
     /// `attached`, released when the lease is dropped.
     pub fn lease(&self, attached: Attached) -> Lease<'_> {
         Lease {

@@ -743,16 +743,16 @@ pub async fn push_store(store: &dyn PushStore) {
     let bodies: Vec<_> = heads.iter().filter_map(|d| d.item.body.first()).collect();
     assert_eq!(
         bodies,
-        [&1, &3, &10, &20, &30],
+        [&3, &10, &20, &30, &1],
         "store contract: delivery_heads gives the first pending delivery of each task and \
-         config, oldest first"
+         config, the soonest due first (the retried one, due at 1234, last)"
     );
     let two = must(store.delivery_heads(2).await, "delivery_heads");
     assert_eq!(
         two.iter()
             .filter_map(|d| d.item.body.first())
             .collect::<Vec<_>>(),
-        [&1, &3],
+        [&3, &10],
         "store contract: delivery_heads' limit counts heads"
     );
     assert_eq!(

@@ -401,11 +401,6 @@ impl TaskStore for PostgresStore {
         })
     }
 
-    /// In one transaction, with the live rows locked: a corrupt row leaves
-    /// every task untouched rather than half done. Replicas sharing the
-    /// database must not call this (it would fail the tasks the others are
-    /// running); they end a dead replica's tasks through its expired leases
-    /// ([`crate::LeaseStore`]) instead.
     async fn purge_finished(&self, before_ms: i64, limit: usize) -> Result<u64, StoreError> {
         // One statement: the tasks, then their configs and links. A task
         // another transaction holds is left for the next pass.
@@ -432,6 +427,11 @@ impl TaskStore for PostgresStore {
         Ok(u64::try_from(gone).unwrap_or(0))
     }
 
+    /// In one transaction, with the live rows locked: a corrupt row leaves
+    /// every task untouched rather than half done. Replicas sharing the
+    /// database must not call this (it would fail the tasks the others are
+    /// running); they end a dead replica's tasks through its expired leases
+    /// ([`crate::LeaseStore`]) instead.
     async fn fail_interrupted(&self, reason: &str) -> Result<u64, StoreError> {
         let mut tx = self.pool.begin().await.map_err(db)?;
         let rows =

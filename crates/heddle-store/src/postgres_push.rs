@@ -112,7 +112,6 @@ impl PostgresStore {
             .map_err(db)?;
         let sql = if heads { HEADS_SQL } else { PENDING_SQL };
         let rows = sqlx::query(sql)
-            .bind(PENDING)
             .bind(&self.claimant)
             .bind(sql_limit(limit))
             .fetch_all(&mut *tx)
@@ -141,34 +140,37 @@ impl PostgresStore {
     }
 }
 
-/// Pending deliveries of groups no other claimant holds.
+/// Pending deliveries of groups no other claimant holds. The pending state
+/// is spelled out (`state = 0`), not bound: the partial indexes on it serve
+/// a prepared statement only so.
 const PENDING_SQL: &str = concat!(
     "SELECT ",
     delivery_columns!(),
     " FROM push_outbox o
-     WHERE o.state = $1 AND NOT EXISTS (
+     WHERE o.state = 0 AND NOT EXISTS (
         SELECT 1 FROM push_outbox h
-        WHERE h.state = $1 AND h.agent = o.agent AND h.task_id = o.task_id
+        WHERE h.state = 0 AND h.agent = o.agent AND h.task_id = o.task_id
           AND h.config_id = o.config_id
-          AND h.claimed_until > now() AND h.claimed_by <> $2)
-     ORDER BY o.seq LIMIT $3"
+          AND h.claimed_until > now() AND h.claimed_by <> $1)
+     ORDER BY o.seq LIMIT $2"
 );
 
 /// The first pending delivery of each group no other claimant holds
-/// (`push_outbox_heads`).
+/// (`push_outbox_heads`), the soonest due first, so the due ones come
+/// before any that wait out a backoff, however many of those there are.
 const HEADS_SQL: &str = concat!(
     "SELECT ",
     delivery_columns!(),
     " FROM push_outbox o
-     WHERE o.state = $1 AND o.seq IN (
-        SELECT MIN(seq) FROM push_outbox WHERE state = $1
+     WHERE o.state = 0 AND o.seq IN (
+        SELECT MIN(seq) FROM push_outbox WHERE state = 0
         GROUP BY agent, task_id, config_id)
        AND NOT EXISTS (
         SELECT 1 FROM push_outbox h
-        WHERE h.state = $1 AND h.agent = o.agent AND h.task_id = o.task_id
+        WHERE h.state = 0 AND h.agent = o.agent AND h.task_id = o.task_id
           AND h.config_id = o.config_id
-          AND h.claimed_until > now() AND h.claimed_by <> $2)
-     ORDER BY o.seq LIMIT $3"
+          AND h.claimed_until > now() AND h.claimed_by <> $1)
+     ORDER BY o.next_ms, o.seq LIMIT $2"
 );
 
 #[async_trait]
@@ -286,7 +288,7 @@ impl PushStore for PostgresStore {
     }
 
     /// As [`pending_deliveries`](Self::pending_deliveries), the first of
-    /// each group only.
+    /// each group only, the soonest due first.
     async fn delivery_heads(&self, limit: usize) -> Result<Vec<Delivery>, StoreError> {
         self.claim(limit, true).await
     }
@@ -319,8 +321,7 @@ impl PushStore for PostgresStore {
     }
 
     async fn pending_count(&self) -> Result<u64, StoreError> {
-        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM push_outbox WHERE state = $1")
-            .bind(PENDING)
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM push_outbox WHERE state = 0")
             .fetch_one(&self.pool)
             .await
             .map_err(db)?;

@@ -163,13 +163,13 @@ impl PushStore for crate::MemoryStore {
     async fn delivery_heads(&self, limit: usize) -> Result<Vec<Delivery>, StoreError> {
         let inner = self.push.lock();
         let mut seen = std::collections::HashSet::new();
-        Ok(inner
+        let mut heads: Vec<&Delivery> = inner
             .pending
             .values()
             .filter(|d| seen.insert(d.group()))
-            .take(limit)
-            .cloned()
-            .collect())
+            .collect();
+        heads.sort_by_key(|d| (d.next_attempt_ms, d.seq));
+        Ok(heads.into_iter().take(limit).cloned().collect())
     }
 
     async fn purge_finished_configs(

@@ -599,6 +599,10 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
         })?;
     for (i, migration) in MIGRATIONS.iter().enumerate().skip(applied) {
         tx.execute_batch(migration).map_err(db)?;
+        // Migration 7's rows need Rust to read their config ids.
+        if i + 1 == 7 {
+            crate::sqlite_push::fill_config_ids(&tx)?;
+        }
         tx.pragma_update(None, "user_version", i as i64 + 1)
             .map_err(db)?;
     }

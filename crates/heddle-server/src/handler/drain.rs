@@ -3,9 +3,9 @@
 use tokio_util::sync::CancellationToken;
 
 /// The metadata key of the last event of a stream the server ended because
-/// it is stopping. The event is a status update carrying the task's current
-/// status; the key's value says why and names the last task event the
-/// stream sent (`lastEventId`, its generation). The task goes on: the
+/// it is stopping. The event is a status update repeating the last status
+/// the stream sent; the key's value says why and names the last task event
+/// the stream sent (`lastEventId`, its generation). The task goes on: the
 /// client subscribes again (SubscribeToTask, over SSE with that
 /// `Last-Event-ID`), on another replica or on this one restarted. A client
 /// that does not know the key sees one more status it already had.

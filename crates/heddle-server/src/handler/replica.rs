@@ -113,7 +113,9 @@ impl RequestHandler {
         if !st.created || state.is_terminal() || state.is_interrupted() {
             return Ok(());
         }
-        if self.inner.executor.resumable() {
+        // A gated (priced) run is not resumed: its gate's pass died with
+        // the replica, and a second run would go unaccounted.
+        if self.inner.executor.resumable() && self.inner.gate.is_none() {
             drop(st);
             match self.resume_run(live.clone()).await {
                 Ok(()) => return Ok(()),
@@ -139,10 +141,25 @@ impl RequestHandler {
         Ok(())
     }
 
+    /// Stops every run of this agent on its own task here, writing
+    /// nothing: for a replica handing its tasks to the others, which end or
+    /// resume them. (A run still in the first, inline part of its request
+    /// stops with that request's connection.)
+    pub(crate) async fn abort_runs(&self) {
+        for live in self.inner.live.running() {
+            if let Some(run) = live.state.lock().await.abort.take() {
+                run.abort();
+            }
+        }
+    }
+
     /// Runs a resumable agent's task again here, its replica gone: the
     /// executor gets the task as it stands (caught up from the bus) and its
-    /// last user message, for its owner, and carries on. It passes no gate:
-    /// what the first run was charged covers it.
+    /// last user message, for its owner, with the delegation context that
+    /// message carries (checked again: its deadline may have passed), in
+    /// its turn under the agent's concurrency limit. What the first call
+    /// carried beside the message (request metadata, configuration, the
+    /// caller's protocol version) is not kept, so the run sees none.
     async fn resume_run(&self, live: Arc<LiveTask>) -> Result<(), A2aError> {
         let task = live.state.lock().await.task.clone();
         let owner = &live.scope.owner;
@@ -162,6 +179,11 @@ impl RequestHandler {
             .find(|m| m.role == v1::Role::User as i32)
             .cloned()
             .unwrap_or_default();
+        let delegation = self.admit_delegation(&message, None)?;
+        let admission = match &self.inner.concurrency {
+            None => None,
+            Some(c) => Some(c.admit()?),
+        };
         let ctx = Box::new(heddle_api::RequestContext {
             task_id: live.id.clone(),
             context_id: task.context_id.clone(),
@@ -175,11 +197,12 @@ impl RequestHandler {
             cancel: live.cancel.clone(),
             streaming: false,
             agent: self.inner.agent_url.clone(),
-            delegation: None,
+            delegation,
             max_hops: self.inner.max_hops,
         });
         tracing::info!(task = %live.id, "resuming a task whose replica stopped");
-        self.spawn_execution(live, ctx, running, None, None).await;
+        self.spawn_execution(live, ctx, running, admission, None)
+            .await;
         Ok(())
     }
 
@@ -328,11 +351,21 @@ impl RequestHandler {
         });
         let agent_id = self.inner.agent_id.clone();
         let (binding, version) = (cx.binding, cx.version);
-        // What a drained stream's last event says: the newest status seen.
+        // What a drained stream's last event says: the last status sent.
+        // Before any, the stored one when it is not an end (the client has
+        // not seen the end yet), else plain WORKING.
+        let stored_status = task
+            .status
+            .clone()
+            .filter(|s| !s.state().is_terminal())
+            .unwrap_or_else(|| v1::TaskStatus {
+                state: v1::TaskState::Working as i32,
+                ..Default::default()
+            });
         let seen = Seen {
             task_id: task.id.clone(),
             context_id: task.context_id.clone(),
-            status: task.status.clone(),
+            status: Some(stored_status),
             last: after,
         };
         let drain = self.inner.drain.clone();
@@ -393,11 +426,7 @@ struct Seen {
 impl Seen {
     fn note(&mut self, event: &Event) {
         self.last = self.last.max(event.generation);
-        match &event.response.payload {
-            Some(Payload::StatusUpdate(u)) => self.status.clone_from(&u.status),
-            Some(Payload::Task(t)) => self.status.clone_from(&t.status),
-            _ => {}
-        }
+        super::stream::note_status(&mut self.status, event);
     }
 }
 

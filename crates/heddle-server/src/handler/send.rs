@@ -62,7 +62,7 @@ impl RequestHandler {
     /// the request's), held to this agent's hop limit and checked: no
     /// loop, within the limit, before the deadline. Most messages carry
     /// none, which costs two lookups.
-    fn admit_delegation(
+    pub(super) fn admit_delegation(
         &self,
         message: &v1::Message,
         request: Option<&heddle_core::wkt::Struct>,

@@ -45,6 +45,9 @@ impl RequestHandler {
             /// The generation of the last snapshot or task event sent (0:
             /// none): events at or below it are already out.
             sent: u64,
+            /// The last status sent: what a drained stream's last event
+            /// repeats (the live task may be ahead of what was sent).
+            status: Option<v1::TaskStatus>,
         }
         impl Drop for Guard {
             fn drop(&mut self) {
@@ -78,6 +81,7 @@ impl RequestHandler {
             _permit: permit,
             watch,
             sent: 0,
+            status: None,
         };
         let s = futures::stream::unfold(
             (Some(rx), first, false, live, guard),
@@ -88,6 +92,7 @@ impl RequestHandler {
                 let mut rx = rx?;
                 if let Some(snapshot) = first {
                     guard.sent = snapshot.generation;
+                    note_status(&mut guard.status, &snapshot);
                     return Some((snapshot, (Some(rx), None, false, live, guard)));
                 }
                 // An event applied between the subscription and its
@@ -103,12 +108,8 @@ impl RequestHandler {
                             let last = {
                                 let st = live.state.lock().await;
                                 let t = &st.task;
-                                resubscribe_event(
-                                    &t.id,
-                                    &t.context_id,
-                                    t.status.clone(),
-                                    guard.sent,
-                                )
+                                let status = guard.status.clone().or_else(|| t.status.clone());
+                                resubscribe_event(&t.id, &t.context_id, status, guard.sent)
                             };
                             return Some((last, (None, None, true, live, guard)));
                         }
@@ -119,6 +120,7 @@ impl RequestHandler {
                 match update {
                     Ok(update) => {
                         guard.sent = guard.sent.max(update.generation);
+                        note_status(&mut guard.status, &update);
                         let end = is_final(&update.response);
                         let rx = if end { None } else { Some(rx) };
                         Some((update, (rx, None, end, live, guard)))
@@ -132,6 +134,7 @@ impl RequestHandler {
                         let end = is_final(&snap.response);
                         // What the channel still holds up to it is in it.
                         guard.sent = snap.generation;
+                        note_status(&mut guard.status, &snap);
                         Some((
                             snap,
                             (if end { None } else { Some(rx) }, None, end, live, guard),
@@ -197,8 +200,17 @@ impl RequestHandler {
     }
 }
 
+/// Keeps the status `update` carries, if it carries one.
+pub(super) fn note_status(status: &mut Option<v1::TaskStatus>, update: &Event) {
+    match &update.response.payload {
+        Some(Payload::StatusUpdate(u)) => status.clone_from(&u.status),
+        Some(Payload::Task(t)) => status.clone_from(&t.status),
+        _ => {}
+    }
+}
+
 /// The last event of a stream drained because the server is stopping: the
-/// task's current `status`, keyed [`RESUBSCRIBE_KEY`] with why and the last
+/// last `status` the stream sent, keyed [`RESUBSCRIBE_KEY`] with why and the last
 /// generation sent. It has no generation of its own (it changes nothing),
 /// so a client resuming after the last event it saw misses nothing.
 pub(super) fn resubscribe_event(
