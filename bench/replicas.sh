@@ -11,12 +11,14 @@
 # Three setups, each round in turn: one replica on PostgreSQL alone (no bus), one replica
 # with --events (every event published to JetStream, tasks leased), three replicas with
 # --events. On a 2-core machine three replicas and their load share the same two cores as
-# one replica does, so the figure shows the cost of being a cluster, not its scaling.
+# one replica does, so the figure shows the cost of being a cluster, not its scaling. One
+# schema serves every cell, so later cells run on a slightly larger tasks table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PG=${PG:-postgres://postgres@127.0.0.1:5432/test}
 NATS=${NATS:-nats://127.0.0.1:4222}
 CONNS=${CONNS:-48}
+[ $((CONNS % 3)) -eq 0 ] || { echo "CONNS must split evenly over three replicas" >&2; exit 1; }
 SECS=${SECS:-5}
 ROUNDS=${ROUNDS:-3}
 OUT=${OUT:-bench/results/$(date -u +%F)-replicas.md}
@@ -32,7 +34,7 @@ cleanup() {
 }
 schema=heddle_bench_replicas_$$
 trap cleanup EXIT
-store="$PG?schema=$schema"
+case $PG in *\?*) store="$PG&schema=$schema" ;; *) store="$PG?schema=$schema" ;; esac
 
 start() { # port extra-args...
   local port=$1; shift

@@ -402,18 +402,19 @@ pub trait PushStore: Send + Sync + 'static {
     /// place, and heads waiting out a backoff come after every due one, so
     /// neither holds back another task's deliveries.
     ///
-    /// The default keeps each group's first of
-    /// [`pending_deliveries`](Self::pending_deliveries)`(limit)`, which is
-    /// fair only while the whole backlog fits in `limit`; the stores of
-    /// this crate ask their database for the heads.
+    /// The default reads every pending delivery
+    /// ([`pending_deliveries`](Self::pending_deliveries)) and keeps each
+    /// group's first: right, but as slow as the outbox is long; the stores
+    /// of this crate ask their database for the heads.
     async fn delivery_heads(&self, limit: usize) -> Result<Vec<Delivery>, StoreError> {
         let mut seen = std::collections::HashSet::new();
-        let pending = self.pending_deliveries(limit).await?;
+        let pending = self.pending_deliveries(usize::MAX).await?;
         let mut heads: Vec<Delivery> = pending
             .into_iter()
             .filter(|d| seen.insert(d.group()))
             .collect();
         heads.sort_by_key(|d| (d.next_attempt_ms, d.seq));
+        heads.truncate(limit);
         Ok(heads)
     }
 

@@ -119,6 +119,10 @@ pub struct Cluster {
     /// The renewal loop, awaited before the leases are handed over, so no
     /// renewal in flight extends them after.
     renewer: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The reaping loop, awaited before the handover: a round under way
+    /// has deleted the leases it claimed, so it must finish ending (or
+    /// resuming) those tasks, or they would stay WORKING with no lease.
+    reaper: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -146,6 +150,7 @@ impl Cluster {
             reaping: stop.child_token(),
             stop,
             renewer: Mutex::new(None),
+            reaper: Mutex::new(None),
         }
     }
 
@@ -254,7 +259,8 @@ impl Cluster {
             let renewer = tokio::spawn(async move { me.renew_loop(store, times).await });
             *self.renewer.lock().unwrap_or_else(|e| e.into_inner()) = Some(renewer);
             let me = self.clone();
-            tokio::spawn(async move { me.reap_loop(times).await });
+            let reaper = tokio::spawn(async move { me.reap_loop(times).await });
+            *self.reaper.lock().unwrap_or_else(|e| e.into_inner()) = Some(reaper);
         }
     }
 
@@ -263,27 +269,28 @@ impl Cluster {
         self.stop.cancel();
     }
 
-    /// Stops claiming other replicas' expired leases, while this replica's
-    /// own stay renewed: the first step of stopping, so a replica on its
-    /// way out takes on no dead replica's tasks.
+    /// Starts no new round of claiming other replicas' expired leases,
+    /// while this replica's own stay renewed: the first step of stopping,
+    /// so a replica on its way out takes on no more dead replicas' tasks
+    /// ([`shutdown`](Self::shutdown) lets a round under way finish).
     pub fn stop_reaping(&self) {
         self.reaping.cancel();
     }
 
-    /// Stops the loops and hands this replica's tasks over: the runs still
-    /// going here are aborted (writing nothing), then their leases run out
-    /// at once, so the other replicas end (or resume) them at their next
-    /// reaping round instead of a lease time later. For a replica that is
-    /// stopping, once its streams, connections and grace time are done.
+    /// Stops the loops and hands this replica's tasks over: a reaping
+    /// round under way finishes first, the runs still going here are
+    /// aborted (a run in the middle of a poll stops at its next await),
+    /// then their leases run out at once, so the other replicas end (or
+    /// resume) them at their next reaping round instead of a lease time
+    /// later. For a replica that is stopping, once its streams,
+    /// connections and grace time are done.
     pub async fn shutdown(&self) {
         self.stop();
-        let renewer = self
-            .renewer
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(renewer) = renewer {
-            let _ = renewer.await;
+        for slot in [&self.reaper, &self.renewer] {
+            let running = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(running) = running {
+                let _ = running.await;
+            }
         }
         let handlers: Vec<RequestHandler> = self
             .lock()

@@ -1115,4 +1115,79 @@ mod runs {
     contract_runs!(sqlite, sqlite());
     #[cfg(feature = "sqlite")]
     ledger_runs!(sqlite_ledger, sqlite());
+
+    /// A push store that keeps the trait's defaults (`delivery_heads`,
+    /// `pending_count`) over the memory store's own methods: a third-party
+    /// store that writes only the required methods passes the contract.
+    struct Defaults(crate::MemoryStore);
+
+    #[async_trait::async_trait]
+    impl crate::PushStore for Defaults {
+        async fn put_push_config(
+            &self,
+            scope: &crate::Scope,
+            record: &crate::PushConfigRecord,
+        ) -> Result<(), crate::StoreError> {
+            self.0.put_push_config(scope, record).await
+        }
+        async fn get_push_config(
+            &self,
+            scope: &crate::Scope,
+            task_id: &str,
+            id: &str,
+        ) -> Result<Option<crate::PushConfigRecord>, crate::StoreError> {
+            self.0.get_push_config(scope, task_id, id).await
+        }
+        async fn list_push_configs(
+            &self,
+            scope: &crate::Scope,
+            task_id: &str,
+        ) -> Result<Vec<crate::PushConfigRecord>, crate::StoreError> {
+            self.0.list_push_configs(scope, task_id).await
+        }
+        async fn delete_push_config(
+            &self,
+            scope: &crate::Scope,
+            task_id: &str,
+            id: &str,
+        ) -> Result<bool, crate::StoreError> {
+            self.0.delete_push_config(scope, task_id, id).await
+        }
+        async fn push_tasks(&self) -> Result<Vec<(crate::Scope, String)>, crate::StoreError> {
+            self.0.push_tasks().await
+        }
+        async fn enqueue_deliveries(
+            &self,
+            items: Vec<crate::NewDelivery>,
+        ) -> Result<(), crate::StoreError> {
+            self.0.enqueue_deliveries(items).await
+        }
+        async fn pending_deliveries(
+            &self,
+            limit: usize,
+        ) -> Result<Vec<crate::Delivery>, crate::StoreError> {
+            self.0.pending_deliveries(limit).await
+        }
+        async fn finish_delivery(
+            &self,
+            seq: i64,
+            outcome: crate::DeliveryOutcome,
+        ) -> Result<(), crate::StoreError> {
+            self.0.finish_delivery(seq, outcome).await
+        }
+        async fn dead_deliveries(
+            &self,
+            limit: usize,
+        ) -> Result<Vec<crate::Delivery>, crate::StoreError> {
+            self.0.dead_deliveries(limit).await
+        }
+        async fn replay_dead(&self, seqs: &[i64]) -> Result<u64, crate::StoreError> {
+            self.0.replay_dead(seqs).await
+        }
+    }
+
+    #[tokio::test]
+    async fn the_push_stores_defaults_keep_the_contract() {
+        crate::contract::push_store(&Defaults(crate::MemoryStore::default())).await;
+    }
 }

@@ -5,11 +5,11 @@
 //!   the config is protobuf bytes.
 //! * `push_outbox`: one row per delivery, `seq` its recording order.
 //!
-//! The push worker reads the outbox with `pending_deliveries` and sends, per
-//! group (agent, task, config), only the first in line, so a group's
-//! deliveries go out in order. With one process that is enough; with
-//! several replicas on one database, two workers would send the same
-//! deliveries. So here reading the pending deliveries *claims* them: a
+//! The push worker reads the outbox with `delivery_heads`: per group (agent,
+//! task, config) only the first in line, so a group's deliveries go out in
+//! order. With one process that is enough; with several replicas on one
+//! database, two workers would send the same deliveries. So here reading
+//! the pending deliveries (or their heads) *claims* them: a
 //! delivery is returned only if no other store instance holds a live claim
 //! on any pending delivery of its group, and every delivery returned is
 //! claimed for [`crate::PostgresOptions::claim_lease`]. A whole group moves
@@ -101,8 +101,8 @@ fn sql_limit(limit: usize) -> i64 {
 
 impl PostgresStore {
     /// Claims, then returns, pending deliveries of the groups no other
-    /// instance holds, oldest first: every one, or (`heads`) each group's
-    /// first.
+    /// instance holds: every one, oldest first, or (`heads`) each group's
+    /// first, the soonest due first.
     async fn claim(&self, limit: usize, heads: bool) -> Result<Vec<Delivery>, StoreError> {
         let mut tx = self.pool.begin().await.map_err(db)?;
         sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext(current_schema()))")

@@ -141,10 +141,11 @@ impl RequestHandler {
         Ok(())
     }
 
-    /// Stops every run of this agent on its own task here, writing
-    /// nothing: for a replica handing its tasks to the others, which end or
-    /// resume them. (A run still in the first, inline part of its request
-    /// stops with that request's connection.)
+    /// Aborts every run of this agent on its own task here: for a replica
+    /// handing its tasks to the others, which end or resume them. A run in
+    /// the middle of a poll stops at its next await; one still in the
+    /// first, inline part of its request (or just being spawned) has no
+    /// abort handle yet and stops with the process.
     pub(crate) async fn abort_runs(&self) {
         for live in self.inner.live.running() {
             if let Some(run) = live.state.lock().await.abort.take() {

@@ -65,6 +65,13 @@ impl RequestHandler {
                 }
             }
         }
+        // A stream resumed at exactly the task's generation (no snapshot)
+        // has sent, in effect, everything up to it.
+        let sent = if first.is_none() {
+            opened.0.resume_after.unwrap_or(0)
+        } else {
+            0
+        };
         let watch = self.inner.observer.as_ref().map(|observer| {
             let (cx, method) = opened;
             observer.stream_opened(&StreamEvent {
@@ -80,7 +87,7 @@ impl RequestHandler {
             id: live.id.clone(),
             _permit: permit,
             watch,
-            sent: 0,
+            sent,
             status: None,
         };
         let s = futures::stream::unfold(
