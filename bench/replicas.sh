@@ -8,9 +8,10 @@
 # Knobs: PG (postgres://postgres@127.0.0.1:5432/test), NATS (nats://127.0.0.1:4222),
 # CONNS=48 SECS=5 ROUNDS=3, OUT=path.md.
 #
-# Three setups, each round in turn: one replica on PostgreSQL alone (no bus), one replica
-# with --events (every event published to JetStream, tasks leased), three replicas with
-# --events. On a 2-core machine three replicas and their load share the same two cores as
+# Four setups, each round in turn: one replica on PostgreSQL alone (no bus), one replica
+# with --events (every event published to JetStream, tasks leased), the same with push off
+# (a replica of a cluster otherwise reads each task's push configs at every event), three
+# replicas with --events. On a 2-core machine three replicas and their load share the same two cores as
 # one replica does, so the figure shows the cost of being a cluster, not its scaling. One
 # schema serves every cell, so later cells run on a slightly larger tasks table.
 set -euo pipefail
@@ -77,6 +78,9 @@ for round in $(seq "$ROUNDS"); do
   start 19501 --events "$NATS"
   results[one]+="$(load 19501);"
   stop_all
+  start 19501 --events "$NATS" --no-push
+  results[nopush]+="$(load 19501);"
+  stop_all
   start 19501 --events "$NATS"
   start 19502 --events "$NATS"
   start 19503 --events "$NATS"
@@ -84,16 +88,18 @@ for round in $(seq "$ROUNDS"); do
   stop_all
 done
 
-python3 - "$OUT" "$CONNS" "$SECS" "$ROUNDS" "${results[alone]}" "${results[one]}" "${results[three]}" <<'PY'
+python3 - "$OUT" "$CONNS" "$SECS" "$ROUNDS" "${results[alone]}" "${results[one]}" \
+  "${results[nopush]}" "${results[three]}" <<'PY'
 import statistics, sys, datetime
 out, conns, secs, rounds = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
-names = ["one replica, no bus", "one replica, --events", "three replicas, --events"]
+names = ["one replica, no bus", "one replica, --events",
+         "one replica, --events --no-push", "three replicas, --events"]
 lines = [f"# One replica against three ({datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC)", "",
          f"`bench/replicas.sh`: unary SendMessage (echo, JSON-RPC) with {conns} connections in all,",
          f"spread evenly over the replicas, {secs} s a cell, {rounds} rounds, medians. PostgreSQL store and",
          "NATS JetStream on the same 2-core machine as the replicas and the load.", "",
          "| setup | requests/s | p50 µs | p99 µs | errors |", "|---|---:|---:|---:|---:|"]
-for name, raw in zip(names, sys.argv[5:8]):
+for name, raw in zip(names, sys.argv[5:9]):
     cells = [list(map(int, c.split())) for c in raw.split(";") if c.strip()]
     med = [int(statistics.median(c[i] for c in cells)) for i in range(4)]
     lines.append(f"| {name} | {med[0]} | {med[1]} | {med[2]} | {med[3]} |")
