@@ -65,20 +65,12 @@ impl Retention {
     }
 
     /// One pass: configs first (a task deleted next takes its own), then
-    /// tasks, each in batches until a batch comes back short.
+    /// tasks.
     async fn pass(&self, shared: &Arc<Shared>) -> Result<(), StoreError> {
-        let now = now_ms();
+        let now = crate::market::now_ms();
         if let (Some(keep), Some(push)) = (self.push_configs, shared.store.clone().push_store()) {
             let before = cut_off(now, keep);
-            let mut total = 0u64;
-            loop {
-                let n = push.purge_finished_configs(before, BATCH).await?;
-                total = total.saturating_add(n);
-                if n < BATCH as u64 {
-                    break;
-                }
-                tokio::task::yield_now().await;
-            }
+            let total = in_batches(|| push.purge_finished_configs(before, BATCH)).await?;
             if total > 0 {
                 tracing::info!(
                     tasks = total,
@@ -88,15 +80,7 @@ impl Retention {
         }
         if let Some(keep) = self.tasks {
             let before = cut_off(now, keep);
-            let mut total = 0u64;
-            loop {
-                let n = shared.store.purge_finished(before, BATCH).await?;
-                total = total.saturating_add(n);
-                if n < BATCH as u64 {
-                    break;
-                }
-                tokio::task::yield_now().await;
-            }
+            let total = in_batches(|| shared.store.purge_finished(before, BATCH)).await?;
             if total > 0 {
                 tracing::info!(tasks = total, "retention: deleted ended tasks");
             }
@@ -105,10 +89,22 @@ impl Retention {
     }
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+/// Runs `purge` (a batch of at most [`BATCH`]) until a batch comes back
+/// short; how many went in all.
+async fn in_batches<F, Fut>(mut purge: F) -> Result<u64, StoreError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<u64, StoreError>>,
+{
+    let mut total = 0u64;
+    loop {
+        let n = purge().await?;
+        total = total.saturating_add(n);
+        if n < BATCH as u64 {
+            return Ok(total);
+        }
+        tokio::task::yield_now().await;
+    }
 }
 
 /// `now_ms` less `keep`, saturating.

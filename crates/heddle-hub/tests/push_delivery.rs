@@ -81,6 +81,19 @@ async fn rpc(
     method: &str,
     params: Value,
 ) -> Value {
+    let v = rpc_raw(app, agent, version, method, params).await;
+    assert!(v.get("error").is_none(), "{method}: {v}");
+    v["result"].clone()
+}
+
+/// JSON-RPC `method` on `agent`: the whole response, error or result.
+async fn rpc_raw(
+    app: &Router,
+    agent: &str,
+    version: Option<&str>,
+    method: &str,
+    params: Value,
+) -> Value {
     let mut b = Request::builder()
         .method(Method::POST)
         .uri(format!("/api/v1/agents/{agent}/a2a"))
@@ -95,9 +108,7 @@ async fn rpc(
         .expect("request");
     let resp = app.clone().oneshot(req).await.expect("response");
     let bytes = resp.into_body().collect().await.expect("body").to_bytes();
-    let v: Value = serde_json::from_slice(&bytes).expect("json");
-    assert!(v.get("error").is_none(), "{method}: {v}");
-    v["result"].clone()
+    serde_json::from_slice(&bytes).expect("json")
 }
 
 /// The writer flow over JSON-RPC v1.0, its first send carrying a push config
@@ -623,22 +634,6 @@ async fn one_tasks_backlog_does_not_hold_back_another_tasks_deliveries() {
     assert_eq!(store.pending_count().await.expect("count"), 1500);
 }
 
-/// JSON-RPC `method` on the writer, v1.0: the whole response.
-async fn rpc_raw(app: &Router, method: &str, params: Value) -> Value {
-    let req = Request::builder()
-        .method(Method::POST)
-        .uri("/api/v1/agents/writer/a2a")
-        .header(header::CONTENT_TYPE, "application/json")
-        .header("A2A-Version", "1.0")
-        .body(Body::from(
-            json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string(),
-        ))
-        .expect("request");
-    let resp = app.clone().oneshot(req).await.expect("response");
-    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
-    serde_json::from_slice(&bytes).expect("json")
-}
-
 /// Retention deletes an ended task's push configs once its deliveries are
 /// out (the task stays), then the task itself once it is old enough.
 #[tokio::test]
@@ -670,6 +665,8 @@ async fn retention_deletes_ended_tasks_and_then_their_configs() {
     loop {
         let listed = rpc_raw(
             &app,
+            "writer",
+            Some("1.0"),
             "ListTaskPushNotificationConfigs",
             json!({"taskId": task_id}),
         )
@@ -684,7 +681,14 @@ async fn retention_deletes_ended_tasks_and_then_their_configs() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let got = rpc_raw(&app, "GetTask", json!({"id": task_id})).await;
+    let got = rpc_raw(
+        &app,
+        "writer",
+        Some("1.0"),
+        "GetTask",
+        json!({"id": task_id}),
+    )
+    .await;
     assert_eq!(
         got["result"]["status"]["state"], "TASK_STATE_COMPLETED",
         "the task stays: {got}"
@@ -692,7 +696,14 @@ async fn retention_deletes_ended_tasks_and_then_their_configs() {
 
     let deadline = ended + Duration::from_secs(8);
     loop {
-        let got = rpc_raw(&app, "GetTask", json!({"id": task_id})).await;
+        let got = rpc_raw(
+            &app,
+            "writer",
+            Some("1.0"),
+            "GetTask",
+            json!({"id": task_id}),
+        )
+        .await;
         if got["error"]["code"] == json!(-32001) {
             break;
         }

@@ -129,11 +129,21 @@ const DELIVERY_COLUMNS: &str = "seq, id, agent, owner, task_id, version, target,
 
 impl SqliteStore {
     async fn deliveries(&self, state: i64, limit: usize) -> Result<Vec<Delivery>, StoreError> {
+        let sql = format!(
+            "SELECT {DELIVERY_COLUMNS} FROM push_outbox WHERE state = ?1 ORDER BY seq LIMIT ?2"
+        );
+        self.deliveries_by(sql, state, limit).await
+    }
+
+    /// The deliveries `sql` selects, given `?1` a state and `?2` a limit.
+    async fn deliveries_by(
+        &self,
+        sql: String,
+        state: i64,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.read(move |conn| {
-            let sql = format!(
-                "SELECT {DELIVERY_COLUMNS} FROM push_outbox WHERE state = ?1 ORDER BY seq LIMIT ?2"
-            );
             let mut stmt = conn.prepare_cached(&sql).map_err(db)?;
             let mut rows = stmt.query(params![state, limit]).map_err(db)?;
             let mut out = Vec::new();
@@ -282,17 +292,7 @@ impl PushStore for SqliteStore {
     }
 
     async fn delivery_heads(&self, limit: usize) -> Result<Vec<Delivery>, StoreError> {
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(&heads_sql()).map_err(db)?;
-            let mut rows = stmt.query(params![PENDING, limit]).map_err(db)?;
-            let mut out = Vec::new();
-            while let Some(row) = rows.next().map_err(db)? {
-                out.push(delivery_row(row)?);
-            }
-            Ok(out)
-        })
-        .await
+        self.deliveries_by(heads_sql(), PENDING, limit).await
     }
 
     async fn purge_finished_configs(

@@ -143,6 +143,19 @@ async fn subscribe(url: &str, task_id: &str, last_event_id: Option<u64>) -> mpsc
     rx
 }
 
+/// Events up to and including the first artifact chunk (within 10 s).
+async fn until_first_chunk(rx: &mut mpsc::Receiver<Seen>) -> Vec<Seen> {
+    let mut seen = Vec::new();
+    while let Ok(Some(s)) = tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {
+        let chunk = s.result.get("artifactUpdate").is_some();
+        seen.push(s);
+        if chunk {
+            return seen;
+        }
+    }
+    panic!("no chunk: {seen:?}");
+}
+
 /// Events until the stream closes, or `within` runs out.
 async fn drain(rx: &mut mpsc::Receiver<Seen>, within: Duration) -> Vec<Seen> {
     let mut out = Vec::new();
@@ -293,19 +306,8 @@ async fn three_replicas_share_streams_cancels_and_a_dead_replicas_tasks() {
     let second = start_task(&a.url, "replicas-2").await;
     let mut on_b = subscribe(&b.url, &second, None).await;
     push_to(&c.url, &second, port).await;
-    let mut before_kill = Vec::new();
-    while let Ok(Some(s)) = tokio::time::timeout(Duration::from_secs(10), on_b.recv()).await {
-        let chunk = s.result.get("artifactUpdate").is_some();
-        before_kill.push(s);
-        if chunk {
-            break;
-        }
-    }
-    let chunk_generation = before_kill
-        .last()
-        .filter(|s| s.result.get("artifactUpdate").is_some())
-        .map(|s| s.generation)
-        .unwrap_or_else(|| panic!("no chunk before the kill: {before_kill:?}"));
+    let before_kill = until_first_chunk(&mut on_b).await;
+    let chunk_generation = before_kill.last().map_or(0, |s| s.generation);
     a.child.kill().expect("kill -9 A");
     let killed = Instant::now();
     let after_kill = drain(&mut on_b, Duration::from_secs(15)).await;
@@ -455,20 +457,7 @@ const RESUBSCRIBE_KEY: &str = "https://heddle.dev/extensions/resubscribe/v1";
 async fn stopping_replica_hands_its_streams_and_tasks_over(b: &mut Server, c: &Server) {
     let third = start_task(&b.url, "replicas-3").await;
     let mut on_b = subscribe(&b.url, &third, None).await;
-    let mut before = Vec::new();
-    while let Ok(Some(s)) = tokio::time::timeout(Duration::from_secs(10), on_b.recv()).await {
-        let chunk = s.result.get("artifactUpdate").is_some();
-        before.push(s);
-        if chunk {
-            break;
-        }
-    }
-    assert!(
-        before
-            .last()
-            .is_some_and(|s| s.result.get("artifactUpdate").is_some()),
-        "a chunk before the stop: {before:?}"
-    );
+    let before = until_first_chunk(&mut on_b).await;
     let term = std::process::Command::new("kill")
         .args(["-TERM", &b.child.id().to_string()])
         .status()
@@ -544,19 +533,7 @@ async fn a_resumable_agents_task_is_resumed_by_another_replica() {
     let Three { a, b, .. } = &mut three;
     let task = start_task(&a.url, "resume-1").await;
     let mut on_b = subscribe(&b.url, &task, None).await;
-    let mut seen = Vec::new();
-    while let Ok(Some(s)) = tokio::time::timeout(Duration::from_secs(10), on_b.recv()).await {
-        let chunk = s.result.get("artifactUpdate").is_some();
-        seen.push(s);
-        if chunk {
-            break;
-        }
-    }
-    assert!(
-        seen.last()
-            .is_some_and(|s| s.result.get("artifactUpdate").is_some()),
-        "a chunk before the kill: {seen:?}"
-    );
+    let mut seen = until_first_chunk(&mut on_b).await;
     a.child.kill().expect("kill -9 A");
     seen.extend(drain(&mut on_b, Duration::from_secs(20)).await);
     assert_gap_free(&seen);
