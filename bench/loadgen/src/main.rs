@@ -43,6 +43,9 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 const DEFAULT_BODY: &str = r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"bench-0001","role":"ROLE_USER","parts":[{"text":"Summarize the quarterly report in three short paragraphs."}]}}}"#;
 const DEFAULT_STREAM_BODY: &str = r#"{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"messageId":"bench-0001","role":"ROLE_USER","parts":[{"text":"Summarize the quarterly report in three short paragraphs."}]}}}"#;
 
+/// Longest a request (or a whole stream) may take: past it, it counts as an error and its
+/// connection stops, so a server that never ends a stream cannot hang the run.
+const STALL: Duration = Duration::from_secs(30);
 /// Requests left in count mode, shared by every connection.
 static BUDGET: AtomicI64 = AtomicI64::new(i64::MAX);
 /// SSE events received on streams that started after the warm-up.
@@ -195,15 +198,18 @@ async fn connection(
             return (lat, errors + 1);
         };
         let start = Instant::now();
-        match sender.send_request(req).await {
-            Ok(resp) => {
-                let ok = resp.status().is_success();
-                match resp.into_body().collect().await.map(|b| b.to_bytes()) {
-                    Ok(body) if ok && !is_error_answer(&body) => {}
-                    _ => errors += 1,
-                }
-            }
-            Err(_) => return (lat, errors + 1),
+        let answer = tokio::time::timeout(STALL, async {
+            let resp = sender.send_request(req).await.ok()?;
+            let ok = resp.status().is_success();
+            let body = resp.into_body().collect().await.map(|b| b.to_bytes());
+            Some(matches!(body, Ok(body) if ok && !is_error_answer(&body)))
+        })
+        .await;
+        match answer {
+            Ok(Some(true)) => {}
+            Ok(Some(false)) => errors += 1,
+            // Broken or stalled: this connection is done.
+            Ok(None) | Err(_) => return (lat, errors + 1),
         }
         if start >= warm {
             lat.push(u32::try_from(start.elapsed().as_micros()).unwrap_or(u32::MAX));
@@ -280,25 +286,24 @@ async fn sse_connection(
             return (lat, errors + 1);
         }
         let start = Instant::now();
-        let resp = match sender.send_request(req).await {
-            Ok(resp) => resp,
-            Err(_) => return (lat, errors + 1),
-        };
-        let ok = resp.status().is_success();
-        let mut body = resp.into_body();
-        let (mut events, mut at_line_start, mut failed) = (0, false, false);
-        loop {
-            match body.frame().await {
-                Some(Ok(frame)) => {
-                    if let Some(data) = frame.data_ref() {
-                        events += count_events(data, &mut at_line_start);
-                        failed |= is_error_answer(data);
-                    }
+        let read = tokio::time::timeout(STALL, async {
+            let resp = sender.send_request(req).await.ok()?;
+            let ok = resp.status().is_success();
+            let mut body = resp.into_body();
+            let (mut events, mut at_line_start, mut failed) = (0, false, false);
+            while let Some(frame) = body.frame().await {
+                if let Some(data) = frame.ok()?.data_ref() {
+                    events += count_events(data, &mut at_line_start);
+                    failed |= is_error_answer(data);
                 }
-                Some(Err(_)) => return (lat, errors + 1),
-                None => break,
             }
-        }
+            Some((ok, events, failed))
+        })
+        .await;
+        // Broken, or a stream that never ends: this connection is done.
+        let Ok(Some((ok, events, failed))) = read else {
+            return (lat, errors + 1);
+        };
         if !ok || failed || events == 0 {
             errors += 1;
         }
