@@ -16,6 +16,7 @@ TICK_US = 1e6 / os.sysconf("SC_CLK_TCK")
 
 runs = [json.loads(line) for line in open(sys.argv[1])] if os.path.getsize(sys.argv[1]) else []
 meta = json.loads(sys.argv[2])
+ran = {r["server"] for r in runs}
 v = meta["versions"]
 
 NAMES = {
@@ -27,6 +28,12 @@ NAMES = {
     "ra2a": f"ra2a {v.get('ra2a', '?')} (crates.io)",
     "python": "official Python SDK (a2a-sdk, uvicorn)",
     "js": "official JS SDK (@a2a-js/sdk, express)",
+    # The durable stores (issue 24): each SDK on its own SQLite and PostgreSQL store.
+    "pysqlite": "official Python SDK, DatabaseTaskStore on SQLite",
+    "turulsqlite": f"turul-a2a {v.get('turul-a2a', '?')}, SQLite store",
+    "pg": "Heddle, PostgreSQL store",
+    "pypg": "official Python SDK, DatabaseTaskStore on PostgreSQL",
+    "turulpg": f"turul-a2a {v.get('turul-a2a', '?')}, PostgreSQL store",
 }
 ORDER = list(NAMES)
 # The floor of each scenario: the gRPC one is bare hyper HTTP/2 + prost.
@@ -110,6 +117,14 @@ if any(r["server"] == "ra2a" for r in runs):
           "so it gets `message/send`, `message/stream` and `tasks/get`; it has no REST row (0.10.1's REST "
           "router panics while building its routes), and its streams are ended after the terminal event "
           "(0.10.1 never ends them itself)")
+if ran & {"turulsqlite", "turulpg"}:
+    print("- turul-a2a speaks v1.0 only (its `compat-v03` feature is off); its stream sends five events, "
+          "not six: the framework stores WORKING before the stream opens, so the first event is the task "
+          "already WORKING; its SQLite file is in WAL mode with the crate's default synchronous=FULL")
+if ran & {"pysqlite", "pypg"}:
+    print("- the official Python SDK's DatabaseTaskStore (SQLAlchemy async, aiosqlite / asyncpg, "
+          "the default pool) writes the whole task row once per event; its SQLite file runs WAL "
+          "with synchronous=NORMAL, as Heddle's")
 print()
 
 if any(r["scenario"] == "unary" for r in runs):
@@ -151,8 +166,10 @@ if idle:
     for s in ORDER:
         if s in idle:
             print(f"| {NAMES[s]} | {idle[s] / 1024:.1f} | {final.get(s, 0) / 1024:.1f} |")
-    print("\nThe SDKs' in-memory task stores are unbounded; Heddle's keeps the 10,000 most recent "
-          "finished tasks.\n")
+    if ran & {"heddle", "other", "ra2a", "python", "js"}:
+        print("\nThe SDKs' in-memory task stores are unbounded; Heddle's keeps the 10,000 most recent "
+              "finished tasks.")
+    print()
 m = meta.get("million") or {}
 growth = None
 if m:
@@ -186,6 +203,45 @@ def target(label, value, goal, op, unit="×"):
     met = value >= goal if op == "≥" else value <= goal
     print(f"| {label} | {value:.2f}{unit} | {op} {goal}{unit} | {'met' if met else '**not met**'} |")
 
+
+def store_targets():
+    """Issue 24: the SQLite store against the floor, and each durable store against the
+    official Python SDK's and turul-a2a's on the same engine."""
+    print("## Targets (issue 24), durable stores, as ratios in this run\n")
+    print("| figure | measured | target | |")
+    print("|---|---|---|---|")
+    sc = meta.get("streams")
+    if "sqlite" in ran:
+        for c in (16, 64):
+            target(f"Heddle SQLite / floor, unary JSON-RPC requests/s at {c}",
+                   ratio(med("unary", "sqlite", c, "rps"), med("unary", "floor", c, "rps")), 0.5, "≥")
+            target(f"Heddle SQLite p99 / floor p99 at {c}",
+                   ratio(med("unary", "sqlite", c, "p99_us"), med("unary", "floor", c, "p99_us")), 3, "≤")
+        target(f"Heddle SQLite / floor, streaming events/s at {sc} streams",
+               ratio(med("stream", "sqlite", sc, "events_per_s"), med("stream", "floor", sc, "events_per_s")),
+               0.4, "≥")
+    print()
+    # Streams, not events: turul-a2a's stream has five events to the others' six (its task
+    # is already WORKING when the stream opens).
+    print("Heddle's figure over the peer's on the same engine, same run:\n")
+    print("| Heddle against | store | unary requests/s at 16 | at 64 | streams/s |")
+    print("|---|---|---|---|---|")
+    for ours, engine in (("sqlite", "SQLite"), ("pg", "PostgreSQL")):
+        for peer, label in (("py", "official Python SDK"), ("turul", "turul-a2a")):
+            theirs = peer + ours
+            if ours not in ran or theirs not in ran:
+                continue
+            u = [fmt(ratio(med("unary", ours, c, "rps"), med("unary", theirs, c, "rps")), ".2f") + "×"
+                 for c in (16, 64)]
+            st = fmt(ratio(med("stream", ours, sc, "rps"), med("stream", theirs, sc, "rps")), ".2f") + "×"
+            print(f"| {label} | {engine} | {u[0]} | {u[1]} | {st} |")
+    print()
+
+
+if ran & {"sqlite", "pg"}:
+    store_targets()
+if "heddle" not in ran:
+    sys.exit(0)
 
 print("## Targets (issue 18), as ratios in this run\n")
 print("| figure | measured | target | |")

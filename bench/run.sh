@@ -9,7 +9,13 @@
 # Knobs (environment):
 #   ROUNDS=3 SECS=3        interleaved rounds, seconds per cell (plus a 1 s warm-up); medians reported
 #   SCENARIOS="unary rest grpc stream get"   which throughput scenarios run
-#   SERVERS="floor lean heddle sqlite other ra2a python js"   which servers run them
+#   SERVERS="floor lean heddle sqlite other ra2a python js"   which servers run them; also
+#                          the durable stores (issue 24, not in the default list; bench/stores.sh
+#                          runs them): pg (Heddle on PostgreSQL), pysqlite and pypg (the official
+#                          Python SDK's DatabaseTaskStore), turulsqlite and turulpg (turul-a2a,
+#                          bench/other-rust-turul)
+#   PG=postgres://postgres@127.0.0.1:5432/test   the PostgreSQL the pg servers use, each in
+#                          its own schema or tables, dropped at the end
 #   CONNS="1 16 64"        connections for unary JSON-RPC (REST, gRPC and GetTask use 16 and 64)
 #   STREAMS=64             concurrent SSE streams in the streaming scenario
 #   MILLION=1              the 1M-send memory run (0 skips it)
@@ -65,14 +71,39 @@ fi
 if has ra2a; then
   env -u CARGO_TARGET_DIR cargo build --release -q --manifest-path bench/other-rust-ra2a/Cargo.toml
 fi
-if has python || has js; then
+if has turulsqlite || has turulpg; then
+  # turul-a2a-proto's build script runs protoc (Debian: apt-get install protobuf-compiler).
+  command -v protoc >/dev/null || [ -n "${PROTOC:-}" ] || { echo "turul-a2a needs protoc" >&2; exit 1; }
+  env -u CARGO_TARGET_DIR cargo build --release -q --manifest-path bench/other-rust-turul/Cargo.toml
+fi
+if has python || has js || has pysqlite || has pypg; then
   tests/interop/setup.sh >&2
 fi
+if has pysqlite || has pypg; then
+  tests/interop/.venv/bin/python -m pip install --quiet --disable-pip-version-check \
+    -r tests/interop/python/bench-store-requirements.txt >&2
+fi
+PG=${PG:-postgres://postgres@127.0.0.1:5432/test}
+# Heddle and turul-a2a each in a schema of their own (the `schema` URL parameter both take
+# here); the Python SDK's store in its own tables (bench_py_*), which it recreates.
+pg_schema=heddle_bench_$$
+with_schema() { case $PG in *\?*) echo "$PG&schema=$1" ;; *) echo "$PG?schema=$1" ;; esac; }
 R=${CARGO_TARGET_DIR:-target}/release
 LOADGEN=$R/heddle-bench-loadgen
 work=$(mktemp -d)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  if has pg || has turulpg; then
+    for schema in "$pg_schema" "${pg_schema}_turul"; do
+      psql "$PG" -qc "DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null 2>&1 || true
+    done
+  fi
+  if has pypg; then
+    psql "$PG" -qc "DROP TABLE IF EXISTS bench_py_echo_tasks, bench_py_stream_tasks" >/dev/null 2>&1 || true
+  fi
+  rm -rf "$work"
+}
 trap cleanup EXIT
 
 start() { # name port cmd...
@@ -105,6 +136,16 @@ has ra2a && start ra2a 19198 bench/other-rust-ra2a/target/release/heddle-bench-r
 has python && start python 19194 tests/interop/.venv/bin/python \
   tests/interop/servers/python_bench_server.py 19194 19294
 has js && start js 19195 node tests/interop/servers/js_bench_server.mjs 19195 19295
+has pg && start pg 19200 $R/heddle serve --store "$(with_schema "$pg_schema")" \
+  --listen 127.0.0.1:19200 --grpc-listen 127.0.0.1:0 --writer-stream-pause-ms 0 --rate-limit 0
+has pysqlite && start pysqlite 19201 tests/interop/.venv/bin/python \
+  tests/interop/servers/python_bench_server.py 19201 19301 "sqlite+aiosqlite:///$work/py.db"
+has pypg && start pypg 19202 tests/interop/.venv/bin/python \
+  tests/interop/servers/python_bench_server.py 19202 19302 "postgresql+asyncpg://${PG#*://}"
+has turulsqlite && start turulsqlite 19203 bench/other-rust-turul/target/release/heddle-bench-turul \
+  127.0.0.1:19203 "sqlite:$work/turul.db"
+has turulpg && start turulpg 19204 bench/other-rust-turul/target/release/heddle-bench-turul \
+  127.0.0.1:19204 "$(with_schema "${pg_schema}_turul")"
 sleep 1
 for s in $SERVERS; do
   pid_var="pid_$s"
@@ -148,6 +189,11 @@ declare -A cell=(
   [unary/ra2a]="http://127.0.0.1:19198/echo $work/send-ra2a.json"
   [unary/python]="http://127.0.0.1:19194/echo/jsonrpc"
   [unary/js]="http://127.0.0.1:19195/echo/jsonrpc"
+  [unary/pg]="http://127.0.0.1:19200/api/v1/agents/echo/a2a"
+  [unary/pysqlite]="http://127.0.0.1:19201/echo/jsonrpc"
+  [unary/pypg]="http://127.0.0.1:19202/echo/jsonrpc"
+  [unary/turulsqlite]="http://127.0.0.1:19203/echo"
+  [unary/turulpg]="http://127.0.0.1:19204/echo"
   [rest/heddle]="http://127.0.0.1:19191/api/v1/agents/echo/rest/message:send $work/rest.json"
   [rest/other]="http://127.0.0.1:19193/echo/rest/message:send $work/rest.json"
   [rest/python]="http://127.0.0.1:19194/echo/rest/message:send $work/rest.json"
@@ -163,6 +209,11 @@ declare -A cell=(
   [stream/ra2a]="sse://127.0.0.1:19198/stream $work/stream-ra2a.json"
   [stream/python]="sse://127.0.0.1:19194/stream/jsonrpc"
   [stream/js]="sse://127.0.0.1:19195/stream/jsonrpc"
+  [stream/pg]="sse://127.0.0.1:19200/api/v1/agents/writer-stream/a2a"
+  [stream/pysqlite]="sse://127.0.0.1:19201/stream/jsonrpc"
+  [stream/pypg]="sse://127.0.0.1:19202/stream/jsonrpc"
+  [stream/turulsqlite]="sse://127.0.0.1:19203/stream"
+  [stream/turulpg]="sse://127.0.0.1:19204/stream"
 )
 if [[ " $SCENARIOS " == *" get "* ]]; then
   declare -A get_url=(
@@ -174,6 +225,11 @@ if [[ " $SCENARIOS " == *" get "* ]]; then
     [ra2a]="http://127.0.0.1:19198/echo"
     [python]="http://127.0.0.1:19194/echo/jsonrpc"
     [js]="http://127.0.0.1:19195/echo/jsonrpc"
+    [pg]="http://127.0.0.1:19200/api/v1/agents/echo/a2a"
+    [pysqlite]="http://127.0.0.1:19201/echo/jsonrpc"
+    [pypg]="http://127.0.0.1:19202/echo/jsonrpc"
+    [turulsqlite]="http://127.0.0.1:19203/echo"
+    [turulpg]="http://127.0.0.1:19204/echo"
   )
   for s in $SERVERS; do
     cell[get/$s]="${get_url[$s]} $work/get-$s.json"
@@ -283,11 +339,12 @@ try:
         v[name] = m.group(1) if m else "?"
 except OSError:
     pass
-try:
-    m = re.search(r'name = "ra2a"\nversion = "([^"]+)"', open("bench/other-rust-ra2a/Cargo.lock").read())
-    v["ra2a"] = m.group(1) if m else "?"
-except OSError:
-    pass
+for crate, lock in (("ra2a", "bench/other-rust-ra2a/Cargo.lock"), ("turul-a2a", "bench/other-rust-turul/Cargo.lock")):
+    try:
+        m = re.search(r'name = "%s"\nversion = "([^"]+)"' % crate, open(lock).read())
+        v[crate] = m.group(1) if m else "?"
+    except OSError:
+        pass
 print(json.dumps(v))
 PY
 )

@@ -5,7 +5,7 @@ with the semantics of Heddle's demo agents `echo` and `writer-stream`:
   writer-stream  -> WORKING, one artifact "report" in three chunks (append,
                     lastChunk), then COMPLETED; no pause between chunks
 
-Usage: python_bench_server.py HTTP_PORT GRPC_PORT   (uvicorn, one worker)
+Usage: python_bench_server.py HTTP_PORT GRPC_PORT [STORE_URL]   (uvicorn, one worker)
 
   http://127.0.0.1:HTTP_PORT/echo/jsonrpc     JSON-RPC (v1.0)
   http://127.0.0.1:HTTP_PORT/echo/rest        HTTP+JSON (POST /message:send)
@@ -15,6 +15,12 @@ Usage: python_bench_server.py HTTP_PORT GRPC_PORT   (uvicorn, one worker)
 Each agent has its own DefaultRequestHandler and InMemoryTaskStore. The
 interop server (tests/interop/servers/python_server.py) routes by the first
 word of the text and sleeps between chunks, so it is not reused here.
+
+STORE_URL, a SQLAlchemy async URL (sqlite+aiosqlite:////tmp/bench.db,
+postgresql+asyncpg://postgres@127.0.0.1:5432/test), swaps each agent's
+InMemoryTaskStore for the SDK's DatabaseTaskStore, both on one engine: tables
+bench_py_echo_tasks and bench_py_stream_tasks, dropped and recreated at start so
+every run starts empty; SQLite in WAL mode with synchronous=NORMAL, as Heddle's. It needs python/bench-store-requirements.txt installed.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 import grpc
 import uvicorn
@@ -32,11 +39,15 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler, GrpcHandler
 from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
-from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.server.tasks import DatabaseTaskStore, InMemoryTaskStore, TaskStore, TaskUpdater
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, a2a_pb2_grpc
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
 
 CHUNKS = ['Report, part one: the findings. ', 'Part two: what they mean. ',
           'Part three: what to do next.']
+STORE_TABLES = ('bench_py_echo_tasks', 'bench_py_stream_tasks')
 
 
 class Echo(AgentExecutor):
@@ -81,13 +92,45 @@ def card(name: str, interfaces: dict[str, str]) -> AgentCard:
     )
 
 
-async def main(http_port: int, grpc_port: int) -> None:
+def sqlite_wal(dbapi_conn, _record) -> None:
+    cursor = dbapi_conn.cursor()
+    cursor.execute('PRAGMA journal_mode=WAL')
+    cursor.execute('PRAGMA synchronous=NORMAL')
+    cursor.close()
+
+
+async def database_stores(engine: AsyncEngine) -> list[TaskStore]:
+    """One DatabaseTaskStore per agent (STORE_TABLES) on `engine`, its table
+    dropped and recreated."""
+    stores = [DatabaseTaskStore(engine, table_name=name) for name in STORE_TABLES]
+    async with engine.begin() as conn:
+        for store in stores:
+            await conn.run_sync(store.task_model.__table__.drop, checkfirst=True)
+    for store in stores:
+        await store.initialize()  # create_table=True: CREATE TABLE + indexes
+    return stores
+
+
+async def main(http_port: int, grpc_port: int, store_url: str | None) -> None:
     base = f'http://127.0.0.1:{http_port}'
-    echo = DefaultRequestHandler(agent_executor=Echo(), task_store=InMemoryTaskStore(),
+    engine = None
+    if store_url is None:
+        echo_store, writer_store = InMemoryTaskStore(), InMemoryTaskStore()
+    else:
+        # Imported here: the in-memory server runs without the bench-store extras.
+        from sqlalchemy import event
+        from sqlalchemy.ext.asyncio import create_async_engine
+        engine = create_async_engine(store_url)
+        if engine.dialect.name == 'sqlite':
+            # Heddle's SQLite store runs WAL with synchronous=NORMAL: the same here,
+            # so the two are compared at the same durability.
+            event.listen(engine.sync_engine, 'connect', sqlite_wal)
+        echo_store, writer_store = await database_stores(engine)
+    echo = DefaultRequestHandler(agent_executor=Echo(), task_store=echo_store,
                                  agent_card=card('echo', {'JSONRPC': f'{base}/echo/jsonrpc',
                                                      'HTTP+JSON': f'{base}/echo/rest',
                                                      'GRPC': f'127.0.0.1:{grpc_port}'}))
-    writer = DefaultRequestHandler(agent_executor=WriterStream(), task_store=InMemoryTaskStore(),
+    writer = DefaultRequestHandler(agent_executor=WriterStream(), task_store=writer_store,
                                    agent_card=card('writer-stream',
                                                    {'JSONRPC': f'{base}/stream/jsonrpc'}))
     # The REST routes end with a catch-all `/{tenant}` mount: they go last.
@@ -110,11 +153,14 @@ async def main(http_port: int, grpc_port: int) -> None:
         await uvicorn.Server(config).serve()
     finally:
         await grpc_server.stop(grace=None)
+        if engine is not None:
+            await engine.dispose()
 
 
 if __name__ == '__main__':
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         print(__doc__, file=sys.stderr)
         sys.exit(2)
     logging.basicConfig(level=logging.WARNING)
-    asyncio.run(main(int(sys.argv[1]), int(sys.argv[2])))
+    asyncio.run(main(int(sys.argv[1]), int(sys.argv[2]),
+                     sys.argv[3] if len(sys.argv) == 4 else None))
