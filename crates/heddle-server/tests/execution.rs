@@ -160,6 +160,56 @@ async fn an_agent_panicking_after_it_waited_fails_its_task() {
     assert_eq!(status_text(&task), "the agent failed unexpectedly");
 }
 
+/// Asks a question, then takes a while to end its run; completes the next turn.
+struct AsksThenLingers;
+
+#[async_trait::async_trait]
+impl AgentExecutor for AsksThenLingers {
+    async fn execute(&self, ctx: RequestContext, events: TaskEvents) -> Result<(), AgentError> {
+        if ctx.text() == "go" {
+            events.input_required("which one?").await?;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        } else {
+            events.complete(Some("done")).await?;
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_reply_sent_as_soon_as_the_agent_asks_waits_for_its_run_to_end() {
+    let h = RequestHandler::new(
+        "asks",
+        v1::AgentCard::default(),
+        Arc::new(AsksThenLingers),
+        Arc::new(MemoryStore::default()),
+        Limits::default(),
+    );
+    let asked = blocking_send(&h).await;
+    assert_eq!(state(&asked), v1::TaskState::InputRequired);
+    // At once, while the run that asked is still going.
+    let reply = Call::SendMessage(v1::SendMessageRequest {
+        message: Some(v1::Message {
+            message_id: "m2".into(),
+            task_id: asked.id.clone(),
+            role: v1::Role::User as i32,
+            parts: vec![v1::Part::text("the first")],
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    let answer = tokio::time::timeout(
+        Duration::from_secs(5),
+        h.handle(CallContext::anonymous(), reply),
+    )
+    .await
+    .expect("an answer");
+    match answer {
+        Ok(Reply::Task(task)) => assert_eq!(state(&task), v1::TaskState::Completed),
+        other => panic!("the completed task, not {other:?}"),
+    }
+}
+
 /// A concurrency limit and its queue; an agent's own request rate.
 #[path = "execution/queue.rs"]
 mod queue;

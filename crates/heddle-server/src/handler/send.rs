@@ -26,6 +26,10 @@ use crate::{
     live::{Attached, LiveTask},
 };
 
+/// Longest a reply to an agent's question waits for the run that asked it
+/// to end (`continue_task`); an agent still running past it is busy.
+const RUN_END_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Runs `run` until the delegation chain's deadline `at`; past it, the
 /// task's cancel token fires (so the calls the agent made for it are
 /// canceled too), then the agent is dropped and the task fails with the
@@ -305,12 +309,33 @@ impl RequestHandler {
     }
 
     /// A message for an existing task: it must be waiting for the caller.
+    ///
+    /// An agent that asked for input is answered as soon as it asked, while
+    /// its run may still be ending (saving, releasing): a reply sent at once
+    /// waits for that end, up to [`RUN_END_WAIT`], rather than being refused
+    /// as busy.
     pub(super) async fn continue_task(
         &self,
         live: &Arc<LiveTask>,
         message: &mut v1::Message,
     ) -> Result<v1::Task, A2aError> {
-        let mut st = live.state.lock().await;
+        let deadline = tokio::time::Instant::now() + RUN_END_WAIT;
+        let mut st = loop {
+            let ended = live.settled.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            let st = live.state.lock().await;
+            let asked = st.created && current_state(&st).is_interrupted();
+            if asked
+                && live.running.load(Ordering::Acquire)
+                && tokio::time::Instant::now() < deadline
+            {
+                drop(st);
+                let _ = tokio::time::timeout_at(deadline, ended).await;
+                continue;
+            }
+            break st;
+        };
         if !st.created {
             return Err(A2aError::task_not_found(&live.id));
         }
@@ -585,6 +610,8 @@ impl RequestHandler {
                 pass.ended((!st.replied).then_some(&st.task));
             }
             live.running.store(false, Ordering::Release);
+            // A reply to the agent's question may be waiting for this end.
+            live.settled.notify_waiters();
         }
         if let Some(cluster) = &self.inner.cluster {
             cluster.release(&live.scope, &live.id).await;
