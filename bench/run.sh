@@ -14,8 +14,9 @@
 #                          runs them): pg (Heddle on PostgreSQL), pysqlite and pypg (the official
 #                          Python SDK's DatabaseTaskStore), turulsqlite and turulpg (turul-a2a,
 #                          bench/other-rust-turul)
-#   PG=postgres://postgres@127.0.0.1:5432/test   the PostgreSQL the pg servers use, each in
-#                          its own schema or tables, dropped at the end
+#   PG=postgres://postgres@127.0.0.1:5432/test   the PostgreSQL the pg servers use (a URL
+#                          without a query: pypg passes it to asyncpg), each in its own schema
+#                          or tables, dropped at the end with psql
 #   CONNS="1 16 64"        connections for unary JSON-RPC (REST, gRPC and GetTask use 16 and 64)
 #   STREAMS=64             concurrent SSE streams in the streaming scenario
 #   MILLION=1              the 1M-send memory run (0 skips it)
@@ -60,7 +61,7 @@ fi
 
 echo "building (release)..." >&2
 # Heddle itself only when a Heddle server or memory run needs it.
-if has heddle || has sqlite || [ "$MILLION" = 1 ] || [ "$IDLE_STREAMS" -gt 0 ]; then
+if has heddle || has sqlite || has pg || [ "$MILLION" = 1 ] || [ "$IDLE_STREAMS" -gt 0 ]; then
   cargo build --release -q -p heddle -p heddle-bench-floor -p heddle-bench-loadgen
 else
   cargo build --release -q -p heddle-bench-floor -p heddle-bench-loadgen
@@ -84,6 +85,9 @@ if has pysqlite || has pypg; then
     -r tests/interop/python/bench-store-requirements.txt >&2
 fi
 PG=${PG:-postgres://postgres@127.0.0.1:5432/test}
+if has pg || has pypg || has turulpg; then
+  command -v psql >/dev/null || { echo "the PostgreSQL servers need psql (to drop their tables)" >&2; exit 1; }
+fi
 # Heddle and turul-a2a each in a schema of their own (the `schema` URL parameter both take
 # here); the Python SDK's store in its own tables (bench_py_*), which it recreates.
 pg_schema=heddle_bench_$$
@@ -94,6 +98,7 @@ work=$(mktemp -d)
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   if has pg || has turulpg; then
     for schema in "$pg_schema" "${pg_schema}_turul"; do
       psql "$PG" -qc "DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null 2>&1 || true

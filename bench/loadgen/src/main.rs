@@ -139,20 +139,23 @@ async fn grpc_stream(
             return (lat, errors + 1);
         }
         let start = Instant::now();
-        match sender.send_request(req).await {
-            Ok(resp) => match resp.into_body().collect().await {
-                Ok(collected) => {
-                    let ok = collected
-                        .trailers()
-                        .and_then(|t| t.get("grpc-status"))
-                        .is_some_and(|s| s == "0");
-                    if !ok {
-                        errors += 1;
-                    }
-                }
-                Err(_) => errors += 1,
-            },
-            Err(_) => return (lat, errors + 1),
+        let answer = tokio::time::timeout(STALL, async {
+            let resp = sender.send_request(req).await.ok()?;
+            // A body that breaks off is an error of this call only.
+            let ok = resp.into_body().collect().await.is_ok_and(|collected| {
+                collected
+                    .trailers()
+                    .and_then(|t| t.get("grpc-status"))
+                    .is_some_and(|s| s == "0")
+            });
+            Some(ok)
+        })
+        .await;
+        match answer {
+            Ok(Some(true)) => {}
+            Ok(Some(false)) => errors += 1,
+            // Broken or stalled: this stream is done.
+            Ok(None) | Err(_) => return (lat, errors + 1),
         }
         if start >= warm {
             lat.push(u32::try_from(start.elapsed().as_micros()).unwrap_or(u32::MAX));

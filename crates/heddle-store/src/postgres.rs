@@ -528,25 +528,29 @@ mod tests {
         };
         let store = PostgresStore::connect(&url, opts).await.unwrap();
         let mut conn = store.pool.acquire().await.unwrap();
-        let explain = format!(
+        let prepare = format!(
             "SET plan_cache_mode = force_generic_plan;
              PREPARE get_task (text, text) AS {SELECT_TASK};"
         );
-        sqlx::raw_sql(sqlx::AssertSqlSafe(explain))
+        // Unwrapped only after the schema is dropped, so a failure leaves nothing behind.
+        let plan = match sqlx::raw_sql(sqlx::AssertSqlSafe(prepare))
             .execute(&mut *conn)
             .await
-            .unwrap();
-        let plan: Vec<String> = sqlx::query_scalar("EXPLAIN EXECUTE get_task ('agent', 't-1')")
-            .fetch_all(&mut *conn)
-            .await
-            .unwrap();
+        {
+            Ok(_) => {
+                sqlx::query_scalar::<_, String>("EXPLAIN EXECUTE get_task ('agent', 't-1')")
+                    .fetch_all(&mut *conn)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
         drop(conn);
         let drop_schema = format!("DROP SCHEMA \"{schema}\" CASCADE");
         sqlx::raw_sql(sqlx::AssertSqlSafe(drop_schema))
             .execute(&store.pool)
             .await
             .unwrap();
-        let plan = plan.join("\n");
+        let plan = plan.unwrap().join("\n");
         assert!(plan.contains("tasks_pkey"), "{plan}");
     }
 }

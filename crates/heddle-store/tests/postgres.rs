@@ -491,7 +491,7 @@ async fn get_and_list_use_an_index() {
     .await
     .unwrap();
     for sql in [
-        "SELECT body FROM tasks WHERE agent = 'agent' AND id = 't5' AND owner = 'o5'",
+        "SELECT body, generation, owner FROM tasks WHERE agent = 'agent' AND id = 't5'",
         "SELECT body, id, status_ms FROM tasks WHERE agent = 'agent' AND owner = 'o5'
          AND context_id = 'c5' ORDER BY status_ms DESC, id DESC LIMIT 11",
         "SELECT body, id, status_ms FROM tasks WHERE agent = 'agent' AND owner = 'o5'
