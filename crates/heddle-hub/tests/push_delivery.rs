@@ -173,6 +173,28 @@ const WRITER_EVENTS: [&str; 6] = [
     "status:TASK_STATE_COMPLETED",
 ];
 
+/// Calls the writer's `method` every 50 ms until `done` holds for the answer;
+/// fails the test with the last answer once `deadline` passes.
+async fn rpc_until(
+    app: &Router,
+    method: &str,
+    params: Value,
+    deadline: tokio::time::Instant,
+    done: impl Fn(&Value) -> bool,
+) {
+    loop {
+        let answer = rpc_raw(app, "writer", Some("1.0"), method, params.clone()).await;
+        if done(&answer) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{method} never answered as expected: {answer}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Waits until `done` holds for the inbox, or panics after `within`.
 async fn wait_for(inbox: &Inbox, within: Duration, done: impl Fn(&[(HeaderMap, Bytes)]) -> bool) {
     let deadline = tokio::time::Instant::now() + within;
@@ -661,26 +683,14 @@ async fn retention_deletes_ended_tasks_and_then_their_configs() {
     .await;
     let ended = tokio::time::Instant::now();
 
-    let deadline = ended + Duration::from_secs(5);
-    loop {
-        let listed = rpc_raw(
-            &app,
-            "writer",
-            Some("1.0"),
-            "ListTaskPushNotificationConfigs",
-            json!({"taskId": task_id}),
-        )
-        .await;
-        let configs = listed["result"]["configs"].as_array().map_or(0, Vec::len);
-        if configs == 0 {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "configs kept: {listed}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    rpc_until(
+        &app,
+        "ListTaskPushNotificationConfigs",
+        json!({"taskId": task_id}),
+        ended + Duration::from_secs(5),
+        |listed| listed["result"]["configs"].as_array().map_or(0, Vec::len) == 0,
+    )
+    .await;
     let got = rpc_raw(
         &app,
         "writer",
@@ -694,25 +704,14 @@ async fn retention_deletes_ended_tasks_and_then_their_configs() {
         "the task stays: {got}"
     );
 
-    let deadline = ended + Duration::from_secs(8);
-    loop {
-        let got = rpc_raw(
-            &app,
-            "writer",
-            Some("1.0"),
-            "GetTask",
-            json!({"id": task_id}),
-        )
-        .await;
-        if got["error"]["code"] == json!(-32001) {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the task was kept: {got}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    rpc_until(
+        &app,
+        "GetTask",
+        json!({"id": task_id}),
+        ended + Duration::from_secs(8),
+        |got| got["error"]["code"] == json!(-32001),
+    )
+    .await;
     assert!(
         ended.elapsed() >= Duration::from_millis(1500),
         "not before it was old enough: {:?}",

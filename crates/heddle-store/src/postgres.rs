@@ -268,7 +268,7 @@ fn push_filter(sql: &mut QueryBuilder<Postgres>, scope: &Scope, query: &ListQuer
 /// here: with `owner` in the `WHERE`, a prepared statement's generic plan,
 /// made while the table's statistics still said "empty", picked an index
 /// leading with `(agent, owner)` and scanned every task of the caller to
-/// find one (GetTask fell to 245 requests/s with 250 thousand tasks).
+/// find one (measured in `bench/results/2026-12-05-stores.md`).
 const SELECT_TASK: &str = "SELECT body, generation, owner FROM tasks WHERE agent = $1 AND id = $2";
 
 impl PostgresStore {
