@@ -249,6 +249,11 @@ impl Authenticator {
         &self.inner.key_location
     }
 
+    /// Whether a request without credentials is refused.
+    pub fn is_required(&self) -> bool {
+        self.inner.required
+    }
+
     /// The JWT verifier, when bearer tokens are accepted.
     pub fn jwt(&self) -> Option<&JwtVerifier> {
         self.inner.jwt.as_ref()

@@ -45,4 +45,6 @@ pub mod reject;
 
 pub use config::AuthConfig;
 pub use error::AuthError;
-pub use layer::{AuthLayer, AuthService, Authenticator, AuthenticatorBuilder, Principal};
+pub use layer::{
+    AuthLayer, AuthService, Authenticator, AuthenticatorBuilder, KeyLocation, Principal,
+};

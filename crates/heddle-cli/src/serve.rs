@@ -109,6 +109,10 @@ pub struct ServeArgs {
     /// only admins read it then: the admin token, or an `[admin]` caller).
     #[arg(long)]
     public_metrics: bool,
+    /// Do not serve the web console at `/console` (the hub then also
+    /// ignores console session cookies).
+    #[arg(long)]
+    no_console: bool,
     /// Export the spans of every A2A request and agent run, and the hub's
     /// metrics, over OTLP/HTTP to this collector (its base URL, e.g.
     /// `http://127.0.0.1:4318`), and join callers' W3C trace context.
@@ -340,6 +344,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         builder = builder.cluster(cluster.clone());
     }
     builder = builder.retention(args.retention());
+    builder = builder.console(!args.no_console);
     if let Some(addr) = grpc_addr {
         builder = builder.grpc_url(match tls {
             Some(_) => format!("https://{addr}"),
@@ -424,6 +429,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         "  admin API      {public_url}/api/v1/admin/agents (token in {}; `heddle agents` uses it)",
         token_file.display()
     );
+    if !args.no_console {
+        println!(
+            "  console        {public_url}/console (sign in with an API key, or the admin token)"
+        );
+    }
     if let Some(cluster) = &cluster {
         // Control requests, lease renewal and the reaper, now that every
         // agent's handler is registered with it.

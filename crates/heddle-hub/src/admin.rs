@@ -148,6 +148,36 @@ impl Viewer {
     }
 }
 
+/// Who a credential is (`admin` for the hub's admin token) and whether
+/// the admin API admits it; why not, when the hub does not accept it. The
+/// reason never repeats the credential.
+pub(crate) async fn identify(
+    hub: &Hub,
+    headers: &HeaderMap,
+    uri: &Uri,
+) -> Result<(String, bool), String> {
+    if hub.shared.admin.token_matches(headers) {
+        return Ok(("admin".to_owned(), true));
+    }
+    let Some(auth) = &hub.shared.auth else {
+        return Err(
+            "this hub takes no credentials but its admin token; its agents are open to everyone without signing in"
+                .to_owned(),
+        );
+    };
+    match auth.authenticate(headers, uri).await {
+        Ok(Some(p)) => {
+            let admin = hub.shared.admin.admits(&p);
+            Ok((p.id, admin))
+        }
+        Ok(None) => Err("the hub found no credential to check".to_owned()),
+        Err(e) => Err(format!(
+            "the hub refused the credential: {}",
+            e.to_a2a().message
+        )),
+    }
+}
+
 /// The admin, or the refusal to answer.
 pub(crate) async fn admit(
     hub: &Hub,

@@ -133,6 +133,7 @@ impl Shared {
                 let fetched = remote::fetch_card(url, &opts).await.map_err(upstream)?;
                 entry.upstream_card = Some(fetched.raw);
                 entry.warnings = fetched.warnings;
+                entry.upstream_signature = Some(fetched.signature.name().to_owned());
                 fetched.card
             }
         };
@@ -323,6 +324,7 @@ impl Shared {
             root_card,
             mcp: mcp_server,
             market: gate,
+            signature: std::sync::OnceLock::new(),
         })
     }
 

@@ -36,6 +36,7 @@ pub struct HubBuilder {
     observer: Option<Arc<dyn heddle_server::Observer>>,
     cluster: Option<Arc<heddle_server::cluster::Cluster>>,
     retention: crate::retention::Retention,
+    console: bool,
 }
 
 /// Why a hub could not be built.
@@ -85,7 +86,17 @@ impl HubBuilder {
             observer: None,
             cluster: None,
             retention: crate::retention::Retention::default(),
+            console: true,
         }
+    }
+
+    /// Whether the hub serves its web console at `/console` (default: yes).
+    /// The console holds no data of its own; off, the hub also ignores its
+    /// session cookies.
+    #[must_use]
+    pub fn console(mut self, on: bool) -> Self {
+        self.console = on;
+        self
     }
 
     /// Per-caller request rate and running-task limits, for the hub as a
@@ -343,6 +354,9 @@ impl HubBuilder {
             ),
             Err(e) => tracing::error!(error = %e, "could not recover interrupted tasks"),
         }
+        let console = self
+            .console
+            .then(|| crate::console::Console::new(&self.public_url));
         let shared = Shared {
             public_url: self.public_url,
             grpc_url: self.grpc_url,
@@ -369,6 +383,7 @@ impl HubBuilder {
             cluster: self.cluster,
             drain: heddle_server::StreamDrain::new(),
             mcp: crate::mcp::server::Pool::default(),
+            console,
             changes: tokio::sync::Mutex::new(()),
             #[cfg(feature = "grpc")]
             grpc: heddle_server::grpc::GrpcRouter::new(),

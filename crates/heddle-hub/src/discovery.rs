@@ -165,7 +165,7 @@ impl Hub {
             .iter()
             .map(|s| json!({ "id": s.id, "name": s.name, "tags": s.tags }))
             .collect();
-        json!({
+        let mut listing = json!({
             "id": id,
             "name": card.name,
             "description": card.description,
@@ -175,6 +175,35 @@ impl Hub {
             "public": agent.entry.public,
             "cardUrl": self.card_url(id),
             "url": url,
+            "signature": self.card_signature(agent),
+        });
+        if let Some(price) = &agent.entry.pricing {
+            listing["price"] = json!(price);
+        }
+        if agent.entry.kind == crate::registry::AgentKind::Remote {
+            listing["upstreamSignature"] = json!(agent.entry.upstream_signature);
+            listing["health"] = match self.shared.metrics.upstream_health(id) {
+                None => json!({ "state": "unknown" }),
+                Some(h) => json!({
+                    "state": if h.ok { "ok" } else { "failing" },
+                    "checkedAt": h.at_ms,
+                }),
+            };
+        }
+        listing
+    }
+
+    /// The served card's signature checked against the hub's own keys:
+    /// `verified`, `absent`, or why not (worked out once per agent build).
+    fn card_signature(&self, agent: &LiveAgent) -> &'static str {
+        agent.signature.get_or_init(|| {
+            let card = heddle_core::card::dual_card_json(agent.handler.card());
+            let mut keys = heddle_client::heddle_signing::KeySet::new();
+            for jwk in self.jwks() {
+                // A key the set cannot take leaves the card unverifiable.
+                let _ = keys.add(jwk);
+            }
+            heddle_client::heddle_signing::verify_card(&card, &keys).name()
         })
     }
 }

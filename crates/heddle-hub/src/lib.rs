@@ -12,6 +12,7 @@
 //! ANY  /api/v1/admin/agents[/{agentId}]                 register, read, change, remove (admins only)
 //! GET  /metrics                                         OpenMetrics text (admins only when auth is on: [`MetricsAccess`])
 //! GET  /healthz, /readyz                                alive; ready (store, registry), 200 or 503
+//! GET  /console                                        the web console (on unless [`HubBuilder::console`] turns it off)
 //! ```
 //!
 //! The registry is live: agents are added, changed and removed while the
@@ -45,9 +46,11 @@ mod auth;
 mod build;
 mod builder;
 pub mod config;
+mod console;
 mod dead_letters;
 mod discovery;
 mod health;
+mod keys;
 mod live;
 pub mod llm;
 pub mod manifest;
@@ -212,6 +215,9 @@ pub(crate) struct Shared {
     pub(crate) drain: heddle_server::StreamDrain,
     /// The servers of the mcp agents.
     pub(crate) mcp: mcp::server::Pool,
+    /// The web console's sessions, when the console is on
+    /// ([`HubBuilder::console`]).
+    pub(crate) console: Option<console::Console>,
     /// One registry change at a time: the store write and the table swap
     /// of one change are not interleaved with another's.
     pub(crate) changes: tokio::sync::Mutex<()>,

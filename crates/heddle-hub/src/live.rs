@@ -43,6 +43,9 @@ pub struct LiveAgent {
     pub(crate) mcp: Option<Arc<crate::mcp::server::McpServer>>,
     /// A priced agent's gate: its price, estimates and recent durations.
     pub(crate) market: Option<Arc<crate::market::gate::MarketGate>>,
+    /// What checking the served card's signatures against the hub's own
+    /// keys finds, worked out the first time discovery shows the agent.
+    pub(crate) signature: std::sync::OnceLock<&'static str>,
 }
 
 /// The table of live agents, by id.

@@ -136,6 +136,17 @@ pub(crate) struct HubMetrics {
     upstream_errors: Family<AgentLabels, Counter>,
     funded: Family<CurrencyLabels, Gauge>,
     earned: Family<EarnedLabels, Gauge>,
+    /// Each remote agent's last upstream outcome, for discovery.
+    upstream_health: std::sync::Mutex<std::collections::HashMap<String, UpstreamHealth>>,
+}
+
+/// How a remote agent's last execution went upstream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct UpstreamHealth {
+    /// Whether it succeeded.
+    pub(crate) ok: bool,
+    /// When it ended, in milliseconds since the epoch.
+    pub(crate) at_ms: u64,
 }
 
 impl HubMetrics {
@@ -215,11 +226,36 @@ impl HubMetrics {
             upstream_errors,
             funded,
             earned,
+            upstream_health: std::sync::Mutex::default(),
         }
+    }
+
+    fn health_table(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, UpstreamHealth>> {
+        // One insert per change: a poisoned table is whole.
+        self.upstream_health
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Notes how a remote agent's execution went upstream.
+    pub(crate) fn upstream_outcome(&self, agent: &str, ok: bool) {
+        let at_ms = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        self.health_table()
+            .insert(agent.to_owned(), UpstreamHealth { ok, at_ms });
+    }
+
+    /// A remote agent's last upstream outcome, if it has run.
+    pub(crate) fn upstream_health(&self, agent: &str) -> Option<UpstreamHealth> {
+        self.health_table().get(agent).copied()
     }
 
     /// A remote agent's execution failed upstream.
     pub(crate) fn upstream_error(&self, agent: &str) {
+        self.upstream_outcome(agent, false);
         self.upstream_errors
             .get_or_create(&AgentLabels {
                 agent: agent.to_owned(),

@@ -126,6 +126,11 @@ pub struct AgentEntry {
     /// For `remote`: what the fetch found suspicious in the upstream card.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// For `remote`: what checking the upstream card's signatures found
+    /// when it was fetched (`verified`, `unverifiable`, `absent`,
+    /// `invalid`); the hub fills it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_signature: Option<String>,
 }
 
 fn yes() -> bool {
@@ -200,6 +205,7 @@ impl AgentEntry {
             upstream_card: None,
             mcp_tools: None,
             warnings: Vec::new(),
+            upstream_signature: None,
         }
     }
 

@@ -41,7 +41,11 @@ impl Hub {
             .route("/readyz", get(crate::health::ready))
             .merge(crate::admin::routes())
             .merge(crate::dead_letters::routes())
-            .merge(crate::market::wallets::routes());
+            .merge(crate::market::wallets::routes())
+            .merge(crate::keys::routes());
+        if self.shared.console.is_some() {
+            fixed = fixed.merge(crate::console::routes());
+        }
         let keys = self.jwks();
         if !keys.is_empty() {
             // One public JWKS for every key this server signs with.
@@ -63,6 +67,21 @@ impl Hub {
     /// Routes one request: to an agent, to the default agent's card, or to
     /// the hub's own routes; a path with extra slashes is cleaned first.
     async fn dispatch(&self, req: Request, fixed: Router) -> Response {
+        let req = match &self.shared.console {
+            Some(console) => {
+                let auth = self.shared.auth.as_ref();
+                match console.sessions.apply(
+                    req,
+                    |h, u| crate::console::has_own_credential(self, h, u),
+                    auth.map(heddle_auth::Authenticator::key_location),
+                    &self.shared.public_url,
+                ) {
+                    Ok(req) => req,
+                    Err(refusal) => return crate::console::session::refused(&refusal),
+                }
+            }
+            None => req,
+        };
         let req = match self.to_agent(req) {
             Ok(answer) => return answer.await,
             Err(req) => req,

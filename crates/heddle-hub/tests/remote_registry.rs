@@ -227,6 +227,8 @@ async fn a_heddle_upstream_registered_at_run_time_is_served_and_its_card_outlive
     let made = register(&hub, "up", &upstream.url).await;
     assert_eq!(made.status, 201, "{}", made.text);
     assert!(made.json["upstream_card"].is_object(), "{}", made.text);
+    assert_eq!(made.json["upstream_signature"], "absent", "{}", made.text);
+    assert_eq!(listed(&http, &hub.base).await["health"]["state"], "unknown");
     for (binding, version) in WIRES {
         let wire = format!("{binding:?} {version}");
         let c = caller(&hub.base, "up", binding, version).await;
@@ -235,6 +237,9 @@ async fn a_heddle_upstream_registered_at_run_time_is_served_and_its_card_outlive
         assert_eq!(state(&t), v1::TaskState::Completed, "{wire}");
         assert_eq!(t.artifacts[0].text(), format!("hello over {wire}"));
     }
+    let up = listed(&http, &hub.base).await;
+    assert_eq!(up["health"]["state"], "ok", "{up}");
+    assert_eq!(up["upstreamSignature"], "absent", "{up}");
 
     upstream.stop();
     // The kept card is still served, with the hub's interfaces.
@@ -253,6 +258,7 @@ async fn a_heddle_upstream_registered_at_run_time_is_served_and_its_card_outlive
         status_text(&failed)
     );
     assert!(took < Duration::from_secs(4), "took {took:?}");
+    assert_eq!(listed(&http, &hub.base).await["health"]["state"], "failing");
     // Counted as an upstream error of that agent, and only that one.
     let metrics = http
         .get(format!("{}/metrics", hub.base))
@@ -293,6 +299,15 @@ async fn a_heddle_upstream_registered_at_run_time_is_served_and_its_card_outlive
         urls.contains(&again.base),
         "the new hub's interfaces: {urls}"
     );
+}
+
+/// The remote agent `up` as discovery lists it.
+async fn listed(http: &reqwest::Client, base: &str) -> serde_json::Value {
+    let list = call(http.get(format!("{base}/api/v1/agents"))).await;
+    list.json["agents"]
+        .as_array()
+        .and_then(|a| a.iter().find(|x| x["id"] == "up").cloned())
+        .unwrap_or_else(|| panic!("up is listed: {}", list.text))
 }
 
 // ---- the official SDK servers as upstreams --------------------------------------------

@@ -247,3 +247,47 @@ async fn a_remote_agent_registered_at_run_time_is_served_with_a_card_the_hub_sig
         "{refused:?}"
     );
 }
+
+/// What `GET /api/v1/agents` says of the echo agent's card signature when
+/// the hub signs with `signer` and publishes `published`.
+async fn listed_signature(signer: CardSigner, published: Vec<serde_json::Value>) -> String {
+    let hub = Hub::builder("http://hub.test", Arc::new(MemoryStore::default()))
+        .card_hook(Arc::new(move |_, card| {
+            signer.sign(card).expect("the test key signs");
+        }))
+        .publish_keys(published)
+        .agent(
+            "echo",
+            AgentProfile::new("echo", "Echo", "echo", &["t"]),
+            Arc::new(Echo),
+        )
+        .build()
+        .await;
+    let req = axum::http::Request::get("/api/v1/agents")
+        .body(axum::body::Body::empty())
+        .expect("request");
+    let resp = tower::ServiceExt::oneshot(hub.router(), req)
+        .await
+        .expect("an answer");
+    let bytes = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .expect("a body")
+        .to_bytes();
+    let list: serde_json::Value = serde_json::from_slice(&bytes).expect("JSON");
+    list["agents"][0]["signature"]
+        .as_str()
+        .expect("a signature status")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn discovery_says_a_card_signed_with_a_published_key_is_verified() {
+    let jwk = key("ec.pem", "hub-key")
+        .public_jwk()
+        .expect("an asymmetric key");
+    let signer = CardSigner::new(key("ec.pem", "hub-key"), None);
+    assert_eq!(listed_signature(signer, vec![jwk]).await, "verified");
+    // Signed with a key the hub does not publish: nobody can check it.
+    let stranger = CardSigner::new(key("ed25519.pem", "stranger"), None);
+    assert_eq!(listed_signature(stranger, Vec::new()).await, "unverifiable");
+}

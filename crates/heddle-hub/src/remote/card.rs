@@ -76,6 +76,18 @@ pub enum SignatureStatus {
     Invalid(String),
 }
 
+impl SignatureStatus {
+    /// The one-word name: `verified`, `unverifiable`, `absent`, `invalid`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SignatureStatus::Verified { .. } => "verified",
+            SignatureStatus::Absent => "absent",
+            SignatureStatus::Unverifiable(_) => "unverifiable",
+            SignatureStatus::Invalid(_) => "invalid",
+        }
+    }
+}
+
 /// A fetched and checked card.
 #[derive(Clone, Debug)]
 pub struct FetchedCard {

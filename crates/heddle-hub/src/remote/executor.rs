@@ -449,12 +449,20 @@ impl AgentExecutor for RemoteAgent {
                 tokio::time::sleep(self.timeouts.call + Duration::from_secs(1)).await;
                 Ok(())
             }
-            run = self.run(&ctx, &events) => run.map_err(|e| {
-                if let Some(m) = &self.metrics {
-                    m.upstream_error(&self.agent_id);
+            run = self.run(&ctx, &events) => match run {
+                Ok(()) => {
+                    if let Some(m) = &self.metrics {
+                        m.upstream_outcome(&self.agent_id, true);
+                    }
+                    Ok(())
                 }
-                AgentError::new(e)
-            }),
+                Err(e) => {
+                    if let Some(m) = &self.metrics {
+                        m.upstream_error(&self.agent_id);
+                    }
+                    Err(AgentError::new(e))
+                }
+            },
         }
     }
 
