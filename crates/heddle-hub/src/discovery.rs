@@ -177,8 +177,14 @@ impl Hub {
             "url": url,
             "signature": self.card_signature(agent),
         });
-        if let Some(price) = &agent.entry.pricing {
-            listing["price"] = json!(price);
+        // The price in force: the entry's, or its manifest's.
+        if let Some(gate) = &agent.market {
+            let p = gate.price();
+            listing["price"] = json!({
+                "model": p.model,
+                "rate": p.rate_json()["amount"],
+                "currency": p.currency,
+            });
         }
         if agent.entry.kind == crate::registry::AgentKind::Remote {
             listing["upstreamSignature"] = json!(agent.entry.upstream_signature);

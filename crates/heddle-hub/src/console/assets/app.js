@@ -189,6 +189,7 @@ function signInView() {
   h('label', { for: 'kind' }, 'Credential'), kind,
   h('label', { for: 'credential' }, 'Secret'), cred,
   h('p', { class: 'muted' }, 'The secret is checked by the hub and kept there; this page gets a session cookie it cannot read.'),
+  h('p', { class: 'muted' }, 'The hub\'s admin token opens the admin pages; on a hub that takes API keys, agents answer keys, so sign in with a key to try them.'),
   h('button', { type: 'submit' }, 'Sign in'), out);
   show(h('h1', {}, 'Sign in'), form,
     me.auth && !me.auth.required ? h('p', {}, 'This hub\'s agents are open: ', h('a', { href: '#/' }, 'continue without signing in'), '.') : null);
@@ -527,6 +528,7 @@ async function taskView(agent, taskId) {
     task.metadata ? [h('h2', {}, 'Metadata'), h('pre', {}, pretty(task.metadata))] : [],
     wire.el);
   treeOf(agent, task, 0, new Set()).then((t) => tree.replaceChildren(t || h('p', { class: 'muted' }, 'This task delegated nothing.')));
+  if (!TERMINAL.includes(shortState(st.state))) follow(agent, taskId, timeline, wire);
   const rows = [];
   try {
     const cfgs = await rpc(agent, 'ListTaskPushNotificationConfigs', { taskId });
@@ -540,6 +542,19 @@ async function taskView(agent, taskId) {
   }
   push.replaceChildren(rows.length ? h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Config'), h('th', {}, 'Receiver'), h('th', {}, 'Deliveries'))), h('tbody', {}, rows))
     : h('p', { class: 'muted' }, 'No push notification configs.'));
+}
+/** Adds each state a running task enters to the timeline, as it happens. */
+function follow(agent, taskId, timeline, wire) {
+  const view = location.hash;
+  const line = (state, at) => {
+    if (location.hash !== view) return;
+    timeline.append(h('li', {}, `${new Date(at || Date.now()).toLocaleString()} · ${state} (live)`));
+    keepTimeline(agent, taskId, { state, at: at || new Date().toISOString() });
+  };
+  rpcStream(agent, 'SubscribeToTask', { id: taskId }, wire, randomHex(16), (ev) => {
+    const st = (ev.statusUpdate && ev.statusUpdate.status) || (ev.task && ev.task.status);
+    if (st) line(shortState(st.state), st.timestamp);
+  }).catch((e) => { if (location.hash === view) timeline.append(h('li', { class: 'muted' }, `Not following: ${e.message}`)); });
 }
 function tasksView() {
   const agent = h('input', { id: 'agent', type: 'text', required: true });
@@ -641,13 +656,18 @@ async function loadKeys(box) {
     } }, 'Revoke'))));
   box.replaceChildren(form, h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'Caller id'), h('th', {}, 'Created'), h('th', {}, ''))), h('tbody', {}, rows)));
 }
-function chart(entries) {
-  // Balance after each entry, oldest first, per the first currency seen.
-  const list = entries.slice().reverse();
-  if (list.length < 2) return h('p', { class: 'muted' }, 'Not enough entries for a chart.');
-  const currency = list[0].currency;
-  let bal = 0;
-  const points = list.filter((e) => e.currency === currency).map((e) => { bal += Number(e.amount); return [e.at, bal]; });
+/** The balance after each entry, as a line over time. The history may
+ * start after the wallet did, so the line is drawn back from the balance
+ * now: each entry's balance is the next one's minus that entry. */
+function chart(entries, balances) {
+  const currency = (balances[0] && balances[0].currency) || (entries[0] && entries[0].currency);
+  const mine = entries.filter((e) => e.currency === currency);
+  if (mine.length < 2) return h('p', { class: 'muted' }, 'Not enough entries for a chart.');
+  const now = Number(((balances.find((b) => b.currency === currency)) || { amount: 0 }).amount);
+  let bal = now;
+  const points = [];
+  for (const e of mine) { points.push([e.at, bal]); bal -= Number(e.amount); }
+  points.reverse();
   const [x0, x1] = [points[0][0], points[points.length - 1][0] || points[0][0] + 1];
   const ys = points.map((p) => p[1]);
   const [y0, y1] = [Math.min(0, ...ys), Math.max(...ys, 1e-9)];
@@ -656,7 +676,7 @@ function chart(entries) {
   const Y = (v) => H - P - ((v - y0) / Math.max(1e-9, y1 - y0)) * (H - 2 * P);
   return s('svg', { class: 'chart', viewBox: `0 0 ${W} ${H + 10}`, role: 'img', 'aria-label': `Balance in ${currency} over time` },
     s('polyline', { points: points.map(([t, v]) => `${X(t).toFixed(1)},${Y(v).toFixed(1)}`).join(' ') }),
-    s('text', { x: P, y: 14 }, `${y1} ${currency}`), s('text', { x: P, y: H + 6 }, new Date(x0).toLocaleString()),
+    s('text', { x: P, y: 14 }, `${Math.round(y1 * 100) / 100} ${currency}`), s('text', { x: P, y: H + 6 }, new Date(x0).toLocaleString()),
     s('text', { x: W - P, y: H + 6, 'text-anchor': 'end' }, new Date(x1).toLocaleString()));
 }
 function walletPanel(box) {
@@ -673,7 +693,7 @@ function walletPanel(box) {
     const currency = h('input', { id: 'topup-currency', type: 'text', value: 'USD', required: true });
     out.replaceChildren(
       h('p', {}, 'Balances: ', (b.json.balances || []).map((x) => `${x.amount} ${x.currency}`).join(', ') || 'none'),
-      chart(entries),
+      chart(entries, b.json.balances || []),
       h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'When'), h('th', {}, 'Kind'), h('th', {}, 'Amount'), h('th', {}, 'Memo'))),
         h('tbody', {}, entries.map((e) => h('tr', {}, h('td', {}, when(e.at)), h('td', {}, e.kind), h('td', {}, `${e.amount} ${e.currency}`), h('td', {}, e.memo || ''))))),
       h('form', { class: 'panel', onsubmit: async (e) => {
