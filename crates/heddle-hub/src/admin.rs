@@ -354,6 +354,17 @@ async fn read(
     }
 }
 
+/// What only the hub may say of a registration is taken from the hub, not
+/// the body: the upstream card's signature check stands only while the
+/// body keeps the card URL and card the hub checked (as a changed entry
+/// sent back whole does); anything else is checked again when fetched.
+fn keep_hub_facts(hub: &Hub, entry: &mut AgentEntry) {
+    entry.upstream_signature = hub
+        .entry(&entry.id)
+        .filter(|e| e.card_url == entry.card_url && e.upstream_card == entry.upstream_card)
+        .and_then(|e| e.upstream_signature);
+}
+
 /// The request body as a registration: an agent entry, or a bare a2ahub
 /// manifest (an object with `agent_name` and no `kind`), which becomes a
 /// remote entry for the manifest's `endpoint`, with the id `id` (from the
@@ -424,6 +435,7 @@ async fn create(State(hub): State<Hub>, headers: HeaderMap, uri: Uri, body: Body
     if entry.owner.is_none() {
         entry.owner = admin;
     }
+    keep_hub_facts(&hub, &mut entry);
     match hub.register(entry).await {
         Ok(e) => {
             let location = format!("/api/v1/admin/agents/{}", e.id);
@@ -461,6 +473,7 @@ async fn replace(
     if entry.owner.is_none() {
         entry.owner = hub.entry(&id).and_then(|e| e.owner);
     }
+    keep_hub_facts(&hub, &mut entry);
     match hub.update(entry).await {
         Ok(e) => Json(shown(&hub, &e)).into_response(),
         Err(e) => registry_error(&e),

@@ -380,3 +380,64 @@ async fn discovery_shows_each_agents_card_signature() {
     assert_eq!(echo["signature"], "absent");
     assert!(echo.get("health").is_none(), "health is for remote agents");
 }
+
+#[tokio::test]
+async fn sign_in_checks_the_credential_it_keeps_not_one_in_its_url() {
+    let keys = ApiKeys::new(Arc::new(MemoryKeyStore::default()));
+    let (_, key) = keys.create("alice").await.expect("a key");
+    let auth = Authenticator::builder()
+        .api_keys(keys)
+        .key_location(heddle_auth::KeyLocation::Query("key".into()))
+        .build()
+        .expect("auth");
+    let router = Hub::builder(URL, memory())
+        .authenticator(auth)
+        .build()
+        .await
+        .router();
+    let uri = format!("/console/session?key={}", key.expose());
+    let a = post_json(
+        &router,
+        &uri,
+        &[],
+        &json!({"kind": "apiKey", "credential": "junk"}),
+    )
+    .await;
+    assert_eq!(a.status, 401, "{}", a.text);
+    let ok = post_json(
+        &router,
+        "/console/session",
+        &[],
+        &json!({"kind": "apiKey", "credential": key.expose()}),
+    )
+    .await;
+    assert_eq!(ok.status, 200, "{}", ok.text);
+}
+
+#[tokio::test]
+async fn an_upstream_signature_the_hub_did_not_check_is_not_listed() {
+    let (router, _) = hub(true).await;
+    let card = json!({
+        "name": "Up", "description": "d", "version": "1",
+        "supportedInterfaces": [{"url": "http://127.0.0.1:9/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+        "capabilities": {}, "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+        "skills": [{"id": "s", "name": "s", "description": "d", "tags": ["t"]}],
+    });
+    let made = post_json(
+        &router,
+        "/api/v1/admin/agents",
+        &[("authorization", &bearer(TOKEN))],
+        &json!({"id": "up", "kind": "remote", "card_url": "http://127.0.0.1:9/card.json", "allow_http": true,
+                "upstream_card": card, "upstream_signature": "verified"}),
+    )
+    .await;
+    assert_eq!(made.status, 201, "{}", made.text);
+    let list = oneshot(&router, "GET", "/api/v1/agents?kind=remote", &[], None).await;
+    assert_eq!(list.json["agents"][0]["id"], "up", "{}", list.text);
+    assert_eq!(
+        list.json["agents"][0]["upstreamSignature"],
+        Value::Null,
+        "{}",
+        list.text
+    );
+}

@@ -193,7 +193,7 @@ async fn sign_in(State(hub): State<Hub>, headers: HeaderMap, uri: Uri, body: Byt
             "sign in with a JSON body: {\"kind\": \"apiKey\" | \"bearer\", \"credential\": \"…\"}",
         );
     }
-    if !session::same_origin(&headers, &hub.shared.public_url) {
+    if !session::same_origin(&headers, uri.authority(), &hub.shared.public_url) {
         return session::refused(&session::Refusal::CrossSite);
     }
     let form: SignIn = match serde_json::from_slice(&body) {
@@ -219,8 +219,10 @@ async fn sign_in(State(hub): State<Hub>, headers: HeaderMap, uri: Uri, body: Byt
         Kind::Bearer => Credential::Bearer(secret),
     };
     // The credential is checked exactly as a request bearing it would be.
+    // On a request of its own: nothing of the sign-in request (its query,
+    // its headers) may stand in for the credential being checked.
     let mut probe = axum::http::Request::builder()
-        .uri(uri)
+        .uri("/")
         .body(axum::body::Body::empty())
         .unwrap_or_default();
     session::present(
@@ -237,6 +239,8 @@ async fn sign_in(State(hub): State<Hub>, headers: HeaderMap, uri: Uri, body: Byt
             return problem(StatusCode::UNAUTHORIZED, "Not signed in", &why);
         }
     };
+    // Signing in again ends the session the browser had.
+    console.sessions.end(&headers);
     let Some((cookie, who)) = console.sessions.start(credential, id, admin) else {
         return problem(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -256,12 +260,12 @@ async fn sign_in(State(hub): State<Hub>, headers: HeaderMap, uri: Uri, body: Byt
 
 /// `DELETE /console/session` (the CSRF check ran before it: the session's
 /// credential is on the request only when it passed).
-async fn sign_out(State(hub): State<Hub>, headers: HeaderMap) -> Response {
+async fn sign_out(State(hub): State<Hub>, headers: HeaderMap, uri: Uri) -> Response {
     let Some(console) = &hub.shared.console else {
         return crate::routes::not_found("the console is off on this hub");
     };
-    if session::cookie(&headers).is_some()
-        && !session::same_origin(&headers, &hub.shared.public_url)
+    if console.sessions.cookie(&headers).is_some()
+        && !session::same_origin(&headers, uri.authority(), &hub.shared.public_url)
     {
         return session::refused(&session::Refusal::CrossSite);
     }

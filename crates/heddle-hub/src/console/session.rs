@@ -28,16 +28,23 @@ use base64::Engine as _;
 use ring::rand::SecureRandom as _;
 use subtle::ConstantTimeEq as _;
 
-/// The session cookie's name.
+/// The session cookie's name over plain http.
 pub const COOKIE: &str = "heddle_console";
+/// Its name over https: the `__Host-` prefix makes the browser refuse it
+/// from any other host (a sibling subdomain cannot plant one) and keep it
+/// `Secure` with `Path=/`.
+pub const SECURE_COOKIE: &str = "__Host-heddle_console";
 /// The header a state-changing request names its session's CSRF token in.
 pub const CSRF_HEADER: &str = "x-heddle-csrf";
 /// A session ends this long after sign-in, used or not.
 pub const MAX_AGE: Duration = Duration::from_secs(12 * 60 * 60);
 /// A session ends after this long without a request.
 pub const IDLE: Duration = Duration::from_secs(60 * 60);
-/// Most sessions held at once; past it the oldest give way.
+/// Most sessions held at once; past it the least recently used give way.
 pub const MAX_SESSIONS: usize = 10_000;
+/// Most sessions one caller holds; past it that caller's least recently
+/// used gives way, so no one credential can push others out.
+pub const MAX_PER_CALLER: usize = 8;
 
 /// What a session presents on the caller's behalf.
 #[derive(Clone)]
@@ -145,10 +152,23 @@ impl Sessions {
         let now = Instant::now();
         let mut table = self.table();
         table.retain(|_, s| live(s, now));
-        if table.len() >= MAX_SESSIONS
-            && let Some(oldest) = table.iter().min_by_key(|(_, s)| s.seen).map(|(k, _)| *k)
+        let least_used = |table: &HashMap<[u8; 32], Session>, caller: Option<&str>| {
+            table
+                .iter()
+                .filter(|(_, s)| caller.is_none_or(|c| s.who.id == c))
+                .min_by_key(|(_, s)| s.seen)
+                .map(|(k, _)| *k)
+        };
+        let own = table.values().filter(|s| s.who.id == who.id).count();
+        if own >= MAX_PER_CALLER
+            && let Some(k) = least_used(&table, Some(&who.id))
         {
-            table.remove(&oldest);
+            table.remove(&k);
+        }
+        if table.len() >= MAX_SESSIONS
+            && let Some(k) = least_used(&table, None)
+        {
+            table.remove(&k);
         }
         table.insert(
             digest(&cookie),
@@ -164,7 +184,7 @@ impl Sessions {
 
     /// The session of a request's cookie, marked as used.
     fn find(&self, headers: &HeaderMap) -> Option<(Credential, Who)> {
-        let cookie = cookie(headers)?;
+        let cookie = self.cookie(headers)?;
         let now = Instant::now();
         let mut table = self.table();
         let key = digest(cookie);
@@ -184,16 +204,41 @@ impl Sessions {
 
     /// Ends the request's session.
     pub(crate) fn end(&self, headers: &HeaderMap) {
-        if let Some(cookie) = cookie(headers) {
+        if let Some(cookie) = self.cookie(headers) {
             self.table().remove(&digest(cookie));
         }
+    }
+
+    /// The cookie's name on this hub.
+    fn name(&self) -> &'static str {
+        if self.secure { SECURE_COOKIE } else { COOKIE }
+    }
+
+    /// The console's cookie value, when the request has exactly one (two
+    /// mean one was planted: neither is used).
+    pub(crate) fn cookie<'h>(&self, headers: &'h HeaderMap) -> Option<&'h str> {
+        let name = self.name();
+        let mut found = headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|c| c.trim().split_once('='))
+            .filter(|(k, _)| *k == name)
+            .map(|(_, v)| v.trim());
+        let first = found.next()?;
+        if found.next().is_some() || first.is_empty() || first.len() > 64 {
+            return None;
+        }
+        Some(first)
     }
 
     /// The `Set-Cookie` value that starts a session.
     pub(crate) fn set_cookie(&self, value: &str) -> Option<HeaderValue> {
         let secure = if self.secure { "; Secure" } else { "" };
         HeaderValue::from_str(&format!(
-            "{COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
+            "{}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
+            self.name(),
             MAX_AGE.as_secs()
         ))
         .ok()
@@ -203,7 +248,7 @@ impl Sessions {
     pub(crate) fn clear_cookie(&self) -> HeaderValue {
         if self.secure {
             HeaderValue::from_static(
-                "heddle_console=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0; Secure",
+                "__Host-heddle_console=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0; Secure",
             )
         } else {
             HeaderValue::from_static(
@@ -230,7 +275,7 @@ impl Sessions {
             return Ok(req);
         };
         if !is_safe(req.method()) {
-            if !same_origin(req.headers(), public_url) {
+            if !same_origin(req.headers(), req.uri().authority(), public_url) {
                 return Err(Refusal::CrossSite);
             }
             let named = req
@@ -256,24 +301,15 @@ fn is_safe(m: &Method) -> bool {
     matches!(*m, Method::GET | Method::HEAD | Method::OPTIONS)
 }
 
-/// The console's cookie value, when the request has one.
-pub(crate) fn cookie(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|c| c.trim().split_once('='))
-        .find(|(k, _)| *k == COOKIE)
-        .map(|(_, v)| v.trim())
-        .filter(|v| !v.is_empty() && v.len() <= 64)
-}
-
 /// Whether the browser says the request comes from the hub's own pages:
 /// `Sec-Fetch-Site` (when sent) is `same-origin` or `none`, and `Origin`
-/// (when sent) is the hub's public origin or the origin of the `Host` it
-/// was sent to.
-pub(crate) fn same_origin(headers: &HeaderMap, public_url: &str) -> bool {
+/// (when sent) is the hub's public origin or the origin of the host it
+/// was sent to (`Host`, or over HTTP/2 the URI's authority).
+pub(crate) fn same_origin(
+    headers: &HeaderMap,
+    authority: Option<&axum::http::uri::Authority>,
+    public_url: &str,
+) -> bool {
     if let Some(site) = headers.get("sec-fetch-site")
         && !matches!(site.as_bytes(), b"same-origin" | b"none")
     {
@@ -288,7 +324,10 @@ pub(crate) fn same_origin(headers: &HeaderMap, public_url: &str) -> bool {
     if public.as_deref() == Some(origin) {
         return true;
     }
-    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| authority.map(axum::http::uri::Authority::as_str));
     match (url::Url::parse(origin), host) {
         (Ok(o), Some(host)) => {
             let port = o.port().map(|p| format!(":{p}")).unwrap_or_default();
@@ -510,10 +549,67 @@ mod tests {
     }
 
     #[test]
+    fn one_caller_cannot_push_others_sessions_out() {
+        let s = Sessions::new(false);
+        let (admin, _) = s
+            .start(Credential::Bearer("t".into()), "admin".into(), true)
+            .expect("test value");
+        let mut mine = Vec::new();
+        for _ in 0..(MAX_PER_CALLER * 3) {
+            mine.push(
+                s.start(Credential::ApiKey("k".into()), "key:1".into(), false)
+                    .expect("test value")
+                    .0,
+            );
+        }
+        let live = |c: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(
+                header::COOKIE,
+                HeaderValue::from_str(&format!("{COOKIE}={c}")).expect("test value"),
+            );
+            s.who(&h).is_some()
+        };
+        assert!(live(&admin), "another caller's session stays");
+        assert_eq!(mine.iter().filter(|c| live(c)).count(), MAX_PER_CALLER);
+        assert!(live(mine.last().expect("test value")), "the newest stays");
+    }
+
+    #[test]
+    fn two_console_cookies_mean_no_session() {
+        let s = Sessions::new(false);
+        let (cookie, _) = s
+            .start(Credential::ApiKey("k".into()), "key:1".into(), false)
+            .expect("test value");
+        let req = request(Method::GET, &cookie, None, None);
+        let mut headers = req.headers().clone();
+        headers.append(
+            header::COOKIE,
+            HeaderValue::from_static("heddle_console=planted"),
+        );
+        assert!(s.who(&headers).is_none());
+    }
+
+    #[test]
+    fn over_http2_the_uris_authority_stands_for_the_host() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("https://alias.test"),
+        );
+        let authority: axum::http::uri::Authority = "alias.test".parse().expect("test value");
+        assert!(same_origin(&h, Some(&authority), "https://hub.test"));
+        assert!(!same_origin(&h, None, "https://hub.test"));
+        let other: axum::http::uri::Authority = "hub.test".parse().expect("test value");
+        assert!(!same_origin(&h, Some(&other), "https://hub.test"));
+    }
+
+    #[test]
     fn the_cookie_is_http_only_strict_and_secure_over_tls() {
         let v = Sessions::new(true).set_cookie("abc").expect("test value");
         let v = v.to_str().expect("test value");
         assert!(v.contains("HttpOnly") && v.contains("SameSite=Strict") && v.contains("Secure"));
+        assert!(v.starts_with("__Host-heddle_console="), "{v}");
         assert!(
             !Sessions::new(false)
                 .set_cookie("abc")

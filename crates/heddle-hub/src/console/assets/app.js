@@ -6,6 +6,16 @@
 
 const main = () => document.getElementById('main');
 let me = { signedIn: false, auth: {} };
+// What the current view holds open: its streams end and its object URLs
+// are freed when another view takes its place.
+let viewAbort = new AbortController();
+let viewUrls = [];
+function newView() {
+  viewAbort.abort();
+  viewAbort = new AbortController();
+  for (const u of viewUrls) URL.revokeObjectURL(u);
+  viewUrls = [];
+}
 
 // ---- small helpers -------------------------------------------------------
 
@@ -117,7 +127,7 @@ async function rpcStream(agent, method, params, wire, trace, onEvent) {
   const hs = Object.assign({ Accept: 'text/event-stream', 'Content-Type': 'application/json' }, rpcHeaders(trace));
   if (me.csrf) hs['x-heddle-csrf'] = me.csrf;
   const res = await fetch(`/api/v1/agents/${enc(agent)}/a2a`, {
-    method: 'POST', headers: hs, credentials: 'same-origin', body: JSON.stringify(req),
+    method: 'POST', headers: hs, credentials: 'same-origin', body: JSON.stringify(req), signal: viewAbort.signal,
   });
   const type = res.headers.get('content-type') || '';
   if (!type.startsWith('text/event-stream')) {
@@ -130,6 +140,14 @@ async function rpcStream(agent, method, params, wire, trace, onEvent) {
   const reader = res.body.getReader();
   const dec = new TextDecoder();
   let buf = '';
+  const dispatch = (block) => {
+    const data = block.split(/\r?\n/).filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart()).join('\n');
+    if (!data) return;
+    let j; try { j = JSON.parse(data); } catch (_) { return; }
+    if (wire) wire.add('event', j);
+    if (j.error) throw new RpcError(j.error);
+    if (j.result) onEvent(j.result);
+  };
   for (;;) {
     const { value, done } = await reader.read();
     if (done) break;
@@ -138,14 +156,10 @@ async function rpcStream(agent, method, params, wire, trace, onEvent) {
     while ((cut = buf.search(/\r?\n\r?\n/)) >= 0) {
       const block = buf.slice(0, cut);
       buf = buf.slice(cut).replace(/^\r?\n\r?\n/, '');
-      const data = block.split(/\r?\n/).filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart()).join('\n');
-      if (!data) continue;
-      let j; try { j = JSON.parse(data); } catch (_) { continue; }
-      if (wire) wire.add('event', j);
-      if (j.error) throw new RpcError(j.error);
-      if (j.result) onEvent(j.result);
+      dispatch(block);
     }
   }
+  dispatch(buf + dec.decode());
 }
 
 // ---- session ---------------------------------------------------------------
@@ -303,8 +317,12 @@ function partsView(parts) {
     if (p.text !== undefined) return h('p', {}, p.text);
     if (p.data !== undefined) return h('pre', {}, pretty(p.data));
     if (p.raw !== undefined) {
-      const bytes = Uint8Array.from(atob(p.raw), (c) => c.charCodeAt(0));
-      const url = URL.createObjectURL(new Blob([bytes], { type: p.mediaType || 'application/octet-stream' }));
+      let bytes;
+      try { bytes = Uint8Array.from(atob(p.raw), (c) => c.charCodeAt(0)); } catch (_) { return h('p', { class: 'error' }, 'A file part whose bytes are not base64.'); }
+      // Always a download, never a page: an agent's bytes must not open as
+      // a document of the hub's own origin, whatever type it claims.
+      const url = URL.createObjectURL(new Blob([bytes], { type: 'application/octet-stream' }));
+      viewUrls.push(url);
       return h('p', {}, h('a', { href: url, download: p.filename || 'file' }, `Download ${p.filename || 'file'}`), ` (${p.mediaType || 'bytes'}, ${bytes.length} bytes)`);
     }
     if (p.url !== undefined) {
@@ -318,9 +336,9 @@ function textOf(parts) { return (parts || []).filter((p) => p.text !== undefined
 
 /** A form for a data part, from a JSON Schema's top-level properties. */
 function schemaForm(schema) {
-  const props = (schema && schema.properties) || {};
-  const required = new Set((schema && schema.required) || []);
-  const fields = Object.entries(props).map(([name, def]) => {
+  const props = (schema && typeof schema.properties === 'object' && schema.properties) || {};
+  const required = new Set(Array.isArray(schema && schema.required) ? schema.required : []);
+  const fields = Object.entries(props).filter(([, def]) => def && typeof def === 'object').map(([name, def]) => {
     const id = `data-${name}`;
     let input;
     if (Array.isArray(def.enum)) input = h('select', { id, name }, h('option', { value: '' }, ''), def.enum.map((v) => h('option', { value: JSON.stringify(v) }, String(v))));
@@ -379,7 +397,7 @@ async function chatView(id) {
   const schema = schemaForm(inputSchemaOf(card));
   const sendBtn = h('button', { type: 'submit', id: 'send' }, 'Send');
   const cancelBtn = h('button', { type: 'button', class: 'danger', id: 'cancel', disabled: true, onclick: cancel }, 'Cancel task');
-  const newBtn = h('button', { type: 'button', class: 'quiet', onclick: () => chatView(id) }, 'New conversation');
+  const newBtn = h('button', { type: 'button', class: 'quiet', onclick: () => { newView(); chatView(id); } }, 'New conversation');
   const add = (node) => { transcript.append(node); transcript.scrollTop = transcript.scrollHeight; };
   const setState = (st, ts) => {
     chat.state = shortState(st);
@@ -535,7 +553,7 @@ async function taskView(agent, taskId) {
     for (const c of cfgs.configs || []) rows.push(h('tr', {}, h('td', {}, c.id || ''), h('td', {}, c.url || ''), h('td', {}, 'registered')));
   } catch (e) { rows.push(h('tr', {}, h('td', { colspan: 3 }, e.message))); }
   if (me.admin) {
-    const r = await api('GET', '/api/v1/admin/push/dead-letters');
+    const r = await api('GET', '/api/v1/admin/push/dead-letters?limit=1000');
     for (const d of ((r.json && r.json.deadLetters) || []).filter((x) => x.taskId === taskId && x.agentId === agent)) {
       rows.push(h('tr', {}, h('td', {}, d.configId), h('td', {}, d.receiver), h('td', {}, `gave up after ${d.attempts} attempts: ${d.lastError || ''}`)));
     }
@@ -715,9 +733,10 @@ function walletPanel(box) {
 async function route() {
   const hash = location.hash || '#/';
   const [path, query] = hash.slice(1).split('?');
-  const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
-  if (me.auth && me.auth.required && !me.signedIn && parts[0] !== 'signin') { location.hash = '#/signin'; return; }
+  newView();
   try {
+    const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+    if (me.auth && me.auth.required && !me.signedIn && parts[0] !== 'signin') { location.hash = '#/signin'; return; }
     switch (parts[0]) {
       case undefined: await catalogView(query || ''); break;
       case 'signin': signInView(); break;
