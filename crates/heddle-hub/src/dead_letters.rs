@@ -1,5 +1,7 @@
 //! The push outbox's dead letters, for the hub's admins:
 //! `GET /api/v1/admin/push/dead-letters` lists the deliveries that gave up,
+//! `GET /api/v1/admin/agents/{id}/tasks/{task}/push-deliveries` lists one
+//! task's deliveries, waiting and given up;
 //! `POST /api/v1/admin/push/dead-letters/replay` puts some (or all) back in
 //! the outbox once the receiver is fixed. `heddle push dead-letters` calls
 //! them.
@@ -29,6 +31,10 @@ pub(crate) fn routes() -> Router<Hub> {
     Router::new()
         .route("/api/v1/admin/push/dead-letters", get(list))
         .route("/api/v1/admin/push/dead-letters/replay", post(replay))
+        .route(
+            "/api/v1/admin/agents/{id}/tasks/{task}/push-deliveries",
+            get(of_task),
+        )
 }
 
 /// The receiver's URL without its query, fragment or user info.
@@ -99,6 +105,43 @@ async fn list(State(hub): State<Hub>, headers: HeaderMap, uri: Uri) -> Response 
         }
         Err(e) => store_failed(&e),
     }
+}
+
+/// `GET /api/v1/admin/agents/{id}/tasks/{task}/push-deliveries`: one
+/// task's deliveries still in the outbox (`pending`, with their attempts,
+/// last error and next attempt) and those that gave up (`dead`). A
+/// delivery that succeeded leaves the outbox and is not listed. Reads at
+/// most [`MAX_PAGE`] of each, oldest first.
+async fn of_task(
+    State(hub): State<Hub>,
+    axum::extract::Path((agent, task)): axum::extract::Path<(String, String)>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    if let Err(r) = admit(&hub, &headers, &uri).await {
+        return r;
+    }
+    let Some(push) = &hub.shared.notifier else {
+        return no_push();
+    };
+    let (pending, dead) = match (
+        push.pending(MAX_PAGE).await,
+        push.dead_letters(MAX_PAGE).await,
+    ) {
+        (Ok(p), Ok(d)) => (p, d),
+        (Err(e), _) | (_, Err(e)) => return store_failed(&e),
+    };
+    let of_task = |list: Vec<Delivery>| -> Vec<Value> {
+        list.iter()
+            .filter(|d| d.item.scope.agent == agent && d.item.task_id == task)
+            .map(|d| {
+                let mut v = shown(d);
+                v["nextAttemptMs"] = json!(d.next_attempt_ms);
+                v
+            })
+            .collect()
+    };
+    Json(json!({ "pending": of_task(pending), "dead": of_task(dead) })).into_response()
 }
 
 /// `{"seqs": [..]}` or `{"all": true}`.

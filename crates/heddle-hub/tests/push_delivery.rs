@@ -718,3 +718,114 @@ async fn retention_deletes_ended_tasks_and_then_their_configs() {
         ended.elapsed()
     );
 }
+
+#[tokio::test]
+async fn an_admin_reads_one_tasks_deliveries_waiting_and_given_up() {
+    // A receiver that is always down for maintenance.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let down = Router::new().route("/hook", post(|| async { StatusCode::SERVICE_UNAVAILABLE }));
+    tokio::spawn(async move { axum::serve(listener, down).await });
+    let opts = PushOptions {
+        max_attempts: 3,
+        initial_backoff: Duration::from_millis(300),
+        max_backoff: Duration::from_millis(300),
+        ..local_policy()
+    };
+    let app = with_demo_agents(Hub::builder(
+        "http://test.local",
+        Arc::new(MemoryStore::default()),
+    ))
+    .push(opts)
+    .admin(heddle_hub::AdminAccess::default().token("push-admin-token-0123456789"))
+    .build()
+    .await
+    .router();
+    let task_id = writer_flow(&app, &format!("http://{addr}/hook")).await;
+    let path = format!("/api/v1/admin/agents/writer/tasks/{task_id}/push-deliveries");
+    let read = |auth: Option<&'static str>| {
+        let app = app.clone();
+        let path = path.clone();
+        async move {
+            let mut req = axum::http::Request::get(&path);
+            if let Some(a) = auth {
+                req = req.header("authorization", a);
+            }
+            let resp = app
+                .oneshot(req.body(axum::body::Body::empty()).expect("request"))
+                .await
+                .expect("answer");
+            let status = resp.status();
+            let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+            (
+                status,
+                serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null),
+            )
+        }
+    };
+    assert_eq!(read(None).await.0, StatusCode::UNAUTHORIZED);
+    let admin = Some("Bearer push-admin-token-0123456789");
+    // Waiting, with the failed attempts counted.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, body) = read(admin).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let tried = body["pending"]
+            .as_array()
+            .and_then(|p| p.first())
+            .is_some_and(|d| d["attempts"].as_u64() >= Some(1));
+        if tried {
+            assert!(
+                body["pending"][0]["lastError"]
+                    .as_str()
+                    .is_some_and(|e| e.contains("503")),
+                "{body}"
+            );
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never tried: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Then given up, every event of the task.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, body) = read(admin).await;
+        let pending = body["pending"].as_array().map_or(0, Vec::len);
+        let dead = body["dead"].as_array().cloned().unwrap_or_default();
+        if pending == 0 && !dead.is_empty() {
+            assert!(
+                dead.iter()
+                    .all(|d| d["attempts"] == 3 && d["taskId"] == task_id),
+                "{body}"
+            );
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never given up: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Another task's deliveries are not listed.
+    let other = "/api/v1/admin/agents/writer/tasks/not-a-task/push-deliveries";
+    let resp = app
+        .clone()
+        .oneshot(
+            axum::http::Request::get(other)
+                .header("authorization", "Bearer push-admin-token-0123456789")
+                .body(axum::body::Body::empty())
+                .expect("request"),
+        )
+        .await
+        .expect("answer");
+    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&bytes).expect("json"),
+        json!({"pending": [], "dead": []})
+    );
+}

@@ -205,6 +205,15 @@ impl PushNotifier {
         self.inner.store.dead_deliveries(limit).await
     }
 
+    /// Deliveries still waiting in the outbox (with the attempts made so
+    /// far), oldest first, at most `limit`.
+    pub async fn pending(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<heddle_store::Delivery>, heddle_store::StoreError> {
+        self.inner.store.pending_deliveries(limit).await
+    }
+
     /// Puts the dead letters `seqs` back in the outbox, due at once, and
     /// wakes the worker; how many were dead.
     pub async fn replay_dead(&self, seqs: &[i64]) -> Result<u64, heddle_store::StoreError> {
