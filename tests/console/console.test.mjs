@@ -330,6 +330,27 @@ test("an open hub's console shows its catalog without signing in", async () => {
   await shot('18-open-hub');
 });
 
+test('every control has a label and the catalog search works from the keyboard', async () => {
+  const unlabelled = async () => page.$$eval('main input, main select, main textarea, main button', (els) => els
+    .filter((e) => e.type !== 'hidden')
+    .filter((e) => !(e.labels && e.labels.length) && !e.getAttribute('aria-label') && !(e.tagName === 'BUTTON' && e.textContent.trim()))
+    .map((e) => e.outerHTML.slice(0, 80)));
+  for (const view of ['#/', '#/agent/writer', '#/chat/writer', '#/admin', '#/tasks']) {
+    await page.goto(`${HUB}/console${view}`);
+    await page.waitForSelector('main h1', WAIT);
+    await page.waitForLoadState('networkidle');
+    assert.deepEqual(await unlabelled(), [], view);
+  }
+  await page.goto(`${HUB}/console#/`);
+  await page.waitForSelector('#q', WAIT);
+  await page.focus('#q');
+  await page.keyboard.type('stream');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('article.agent a[href="#/agent/writer-stream"]', WAIT);
+  const found = await page.$$eval('article.agent h2', (els) => els.map((e) => e.textContent));
+  assert.ok(!found.includes('Report writer'), found.join(', '));
+});
+
 test('the console is usable at phone width', async () => {
   await page.setViewportSize({ width: 380, height: 800 });
   await page.goto(`${HUB}/console#/`);

@@ -1,7 +1,7 @@
 //! The push outbox's dead letters, for the hub's admins:
 //! `GET /api/v1/admin/push/dead-letters` lists the deliveries that gave up,
-//! `GET /api/v1/admin/agents/{id}/tasks/{task}/push-deliveries` lists one
-//! task's deliveries, waiting and given up;
+//! `GET /api/v1/admin/push/deliveries?agent=ID&task=ID` lists one task's
+//! deliveries, waiting and given up;
 //! `POST /api/v1/admin/push/dead-letters/replay` puts some (or all) back in
 //! the outbox once the receiver is fixed. `heddle push dead-letters` calls
 //! them.
@@ -31,10 +31,7 @@ pub(crate) fn routes() -> Router<Hub> {
     Router::new()
         .route("/api/v1/admin/push/dead-letters", get(list))
         .route("/api/v1/admin/push/dead-letters/replay", post(replay))
-        .route(
-            "/api/v1/admin/agents/{id}/tasks/{task}/push-deliveries",
-            get(of_task),
-        )
+        .route("/api/v1/admin/push/deliveries", get(of_task))
 }
 
 /// The receiver's URL without its query, fragment or user info.
@@ -107,22 +104,33 @@ async fn list(State(hub): State<Hub>, headers: HeaderMap, uri: Uri) -> Response 
     }
 }
 
-/// `GET /api/v1/admin/agents/{id}/tasks/{task}/push-deliveries`: one
-/// task's deliveries still in the outbox (`pending`, with their attempts,
-/// last error and next attempt) and those that gave up (`dead`). A
-/// delivery that succeeded leaves the outbox and is not listed. Reads at
-/// most [`MAX_PAGE`] of each, oldest first.
-async fn of_task(
-    State(hub): State<Hub>,
-    axum::extract::Path((agent, task)): axum::extract::Path<(String, String)>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Response {
+/// `GET /api/v1/admin/push/deliveries?agent=ID&task=ID`: one task's
+/// deliveries still in the outbox (`pending`, with their attempts, last
+/// error and next attempt) and those that gave up (`dead`). A delivery that
+/// succeeded leaves the outbox and is not listed. Reads at most
+/// [`MAX_PAGE`] of each, oldest first.
+async fn of_task(State(hub): State<Hub>, headers: HeaderMap, uri: Uri) -> Response {
     if let Err(r) = admit(&hub, &headers, &uri).await {
         return r;
     }
     let Some(push) = &hub.shared.notifier else {
         return no_push();
+    };
+    let mut agent = None;
+    let mut task = None;
+    for (k, v) in url::form_urlencoded::parse(uri.query().unwrap_or_default().as_bytes()) {
+        match k.as_ref() {
+            "agent" => agent = Some(v.into_owned()),
+            "task" => task = Some(v.into_owned()),
+            _ => {}
+        }
+    }
+    let (Some(agent), Some(task)) = (agent, task) else {
+        return problem(
+            StatusCode::BAD_REQUEST,
+            "Bad Request",
+            "name the task: ?agent=ID&task=ID",
+        );
     };
     let (pending, dead) = match (
         push.pending(MAX_PAGE).await,

@@ -744,7 +744,7 @@ async fn an_admin_reads_one_tasks_deliveries_waiting_and_given_up() {
     .await
     .router();
     let task_id = writer_flow(&app, &format!("http://{addr}/hook")).await;
-    let path = format!("/api/v1/admin/agents/writer/tasks/{task_id}/push-deliveries");
+    let path = format!("/api/v1/admin/push/deliveries?agent=writer&task={task_id}");
     let read = |auth: Option<&'static str>| {
         let app = app.clone();
         let path = path.clone();
@@ -812,7 +812,7 @@ async fn an_admin_reads_one_tasks_deliveries_waiting_and_given_up() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     // Another task's deliveries are not listed.
-    let other = "/api/v1/admin/agents/writer/tasks/not-a-task/push-deliveries";
+    let other = "/api/v1/admin/push/deliveries?agent=writer&task=not-a-task";
     let resp = app
         .clone()
         .oneshot(

@@ -553,7 +553,7 @@ async function taskView(agent, taskId) {
     for (const c of cfgs.configs || []) rows.push(h('tr', {}, h('td', {}, c.id || ''), h('td', {}, c.url || ''), h('td', {}, 'registered')));
   } catch (e) { rows.push(h('tr', {}, h('td', { colspan: 3 }, e.message))); }
   if (me.admin) {
-    const r = await api('GET', `/api/v1/admin/agents/${enc(agent)}/tasks/${enc(taskId)}/push-deliveries`);
+    const r = await api('GET', `/api/v1/admin/push/deliveries?agent=${enc(agent)}&task=${enc(taskId)}`);
     for (const d of (r.json && r.json.pending) || []) {
       rows.push(h('tr', {}, h('td', {}, d.configId), h('td', {}, d.receiver),
         h('td', {}, d.attempts ? `waiting: ${d.attempts} attempts so far (${d.lastError || ''}); next at ${when(d.nextAttemptMs)}` : 'waiting: not tried yet')));
