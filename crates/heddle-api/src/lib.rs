@@ -47,7 +47,8 @@ pub use ledger::{
 };
 pub use store::{
     AgentRecord, Delivery, DeliveryOutcome, ExpiredLease, LeaseStore, ListPage, ListQuery,
-    NewDelivery, PushConfigRecord, PushStore, RegistryStore, Scope, StoreError, TaskStore,
+    NewDelivery, PushConfigRecord, PushStore, RegistryStore, Scope, StoreError, TaskDeliveries,
+    TaskStore,
 };
 
 /// The attribute every implementation of this crate's traits needs (they

@@ -281,6 +281,15 @@ pub struct NewDelivery {
     pub tracestate: String,
 }
 
+/// One task's deliveries in the outbox ([`PushStore::task_deliveries`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TaskDeliveries {
+    /// Still to go out (tried or not), oldest first.
+    pub pending: Vec<Delivery>,
+    /// Given up, oldest first.
+    pub dead: Vec<Delivery>,
+}
+
 /// A delivery in the outbox.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Delivery {
@@ -430,6 +439,33 @@ pub trait PushStore: Send + Sync + 'static {
 
     /// Dead-lettered deliveries, oldest first (at most `limit`).
     async fn dead_deliveries(&self, limit: usize) -> Result<Vec<Delivery>, StoreError>;
+
+    /// The task `task_id` of agent `agent`: its deliveries still pending and
+    /// those that gave up, oldest first, at most `limit` of each. A read for
+    /// people (the admin API): it claims and changes nothing, whoever holds
+    /// the deliveries.
+    ///
+    /// The default filters [`pending_deliveries`](Self::pending_deliveries)
+    /// and [`dead_deliveries`](Self::dead_deliveries) read whole: right only
+    /// where reading pending deliveries claims nothing, and as slow as the
+    /// outbox is long; the stores of this crate ask their database.
+    async fn task_deliveries(
+        &self,
+        agent: &str,
+        task_id: &str,
+        limit: usize,
+    ) -> Result<TaskDeliveries, StoreError> {
+        let of_task = |list: Vec<Delivery>| -> Vec<Delivery> {
+            list.into_iter()
+                .filter(|d| d.item.scope.agent == agent && d.item.task_id == task_id)
+                .take(limit)
+                .collect()
+        };
+        Ok(TaskDeliveries {
+            pending: of_task(self.pending_deliveries(usize::MAX).await?),
+            dead: of_task(self.dead_deliveries(usize::MAX).await?),
+        })
+    }
 
     /// Puts the dead-lettered deliveries `seqs` back in the outbox, due at
     /// once with their attempts counted afresh (an operator fixed the

@@ -354,10 +354,11 @@ async fn read(
     }
 }
 
-/// What only the hub may say of a registration is taken from the hub, not
-/// the body: the upstream card's signature check stands only while the
-/// body keeps the card URL and card the hub checked (as a changed entry
-/// sent back whole does); anything else is checked again when fetched.
+/// The upstream card's signature check is the hub's to say, not the
+/// body's: it stands only while the body keeps the card URL and card the
+/// hub checked (as a changed entry sent back whole does), and is made again
+/// when the card is fetched. (The other fields the hub fills, `warnings`
+/// and `mcp_tools`, claim nothing a caller would trust.)
 fn keep_hub_facts(hub: &Hub, entry: &mut AgentEntry) {
     entry.upstream_signature = hub
         .entry(&entry.id)

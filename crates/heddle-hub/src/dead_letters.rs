@@ -106,9 +106,9 @@ async fn list(State(hub): State<Hub>, headers: HeaderMap, uri: Uri) -> Response 
 
 /// `GET /api/v1/admin/push/deliveries?agent=ID&task=ID`: one task's
 /// deliveries still in the outbox (`pending`, with their attempts, last
-/// error and next attempt) and those that gave up (`dead`). A delivery that
-/// succeeded leaves the outbox and is not listed. Reads at most
-/// [`MAX_PAGE`] of each, oldest first.
+/// error and next attempt, whichever replica holds them) and those that
+/// gave up (`dead`), at most [`MAX_PAGE`] of each, oldest first. A delivery
+/// that succeeded leaves the outbox and is not listed.
 async fn of_task(State(hub): State<Hub>, headers: HeaderMap, uri: Uri) -> Response {
     if let Err(r) = admit(&hub, &headers, &uri).await {
         return r;
@@ -132,16 +132,12 @@ async fn of_task(State(hub): State<Hub>, headers: HeaderMap, uri: Uri) -> Respon
             "name the task: ?agent=ID&task=ID",
         );
     };
-    let (pending, dead) = match (
-        push.pending(MAX_PAGE).await,
-        push.dead_letters(MAX_PAGE).await,
-    ) {
-        (Ok(p), Ok(d)) => (p, d),
-        (Err(e), _) | (_, Err(e)) => return store_failed(&e),
+    let found = match push.task_deliveries(&agent, &task, MAX_PAGE).await {
+        Ok(f) => f,
+        Err(e) => return store_failed(&e),
     };
-    let of_task = |list: Vec<Delivery>| -> Vec<Value> {
+    let listed = |list: &[Delivery]| -> Vec<Value> {
         list.iter()
-            .filter(|d| d.item.scope.agent == agent && d.item.task_id == task)
             .map(|d| {
                 let mut v = shown(d);
                 v["nextAttemptMs"] = json!(d.next_attempt_ms);
@@ -149,7 +145,7 @@ async fn of_task(State(hub): State<Hub>, headers: HeaderMap, uri: Uri) -> Respon
             })
             .collect()
     };
-    Json(json!({ "pending": of_task(pending), "dead": of_task(dead) })).into_response()
+    Json(json!({ "pending": listed(&found.pending), "dead": listed(&found.dead) })).into_response()
 }
 
 /// `{"seqs": [..]}` or `{"all": true}`.

@@ -180,11 +180,16 @@ impl Hub {
         // The price in force: the entry's, or its manifest's.
         if let Some(gate) = &agent.market {
             let p = gate.price();
-            listing["price"] = json!({
+            let mut price = json!({
                 "model": p.model,
                 "rate": p.rate_json()["amount"],
                 "currency": p.currency,
             });
+            for (skill, sp) in &p.skills {
+                price["skills"][skill] =
+                    json!({ "model": sp.model, "rate": sp.rate_json()["amount"] });
+            }
+            listing["price"] = price;
         }
         if agent.entry.kind == crate::registry::AgentKind::Remote {
             listing["upstreamSignature"] = json!(agent.entry.upstream_signature);

@@ -49,8 +49,8 @@ use heddle_core::{
 };
 
 use crate::{
-    DeliveryOutcome, ListPage, ListQuery, MemoryStore, NewDelivery, PushConfigRecord, PushStore,
-    Scope, StoreError, TaskStore, sort_key,
+    Delivery, DeliveryOutcome, ListPage, ListQuery, MemoryStore, NewDelivery, PushConfigRecord,
+    PushStore, Scope, StoreError, TaskStore, sort_key,
 };
 
 /// The value of a store call that must succeed, or a panic saying which.
@@ -759,6 +759,80 @@ pub async fn push_store(store: &dyn PushStore) {
         must(store.pending_count().await, "pending_count"),
         9,
         "store contract: pending_count counts every pending delivery"
+    );
+
+    // One task's deliveries, pending and dead, for people to read.
+    let bodies = |list: &[Delivery]| -> Vec<u8> {
+        list.iter()
+            .filter_map(|d| d.item.body.first().copied())
+            .collect()
+    };
+    let t4 = must(
+        store.task_deliveries("agent", "t4", 10).await,
+        "task_deliveries",
+    );
+    assert_eq!(
+        (bodies(&t4.pending), bodies(&t4.dead)),
+        (vec![10, 11, 12, 13, 14, 30], vec![]),
+        "store contract: task_deliveries gives one task's pending deliveries, every config's, oldest first"
+    );
+    let two = must(
+        store.task_deliveries("agent", "t4", 2).await,
+        "task_deliveries",
+    );
+    assert_eq!(
+        bodies(&two.pending),
+        [10, 11],
+        "store contract: task_deliveries' limit"
+    );
+    must(
+        store
+            .enqueue_deliveries(vec![delivery(&alice, "t6", 40)])
+            .await,
+        "enqueue_deliveries",
+    );
+    let t6 = must(
+        store.task_deliveries("agent", "t6", 10).await,
+        "task_deliveries",
+    );
+    let seq = t6.pending.first().map(|d| d.seq).unwrap_or_else(|| {
+        panic!("store contract: task_deliveries lists a new delivery as pending")
+    });
+    must(
+        store
+            .finish_delivery(
+                seq,
+                DeliveryOutcome::Dead {
+                    attempts: 2,
+                    error: "HTTP 410".into(),
+                },
+            )
+            .await,
+        "finish_delivery",
+    );
+    let t6 = must(
+        store.task_deliveries("agent", "t6", 10).await,
+        "task_deliveries",
+    );
+    assert_eq!(
+        (
+            t6.pending.len(),
+            t6.dead
+                .iter()
+                .map(|d| (d.attempts, d.last_error.as_str()))
+                .collect::<Vec<_>>()
+        ),
+        (0, vec![(2, "HTTP 410")]),
+        "store contract: task_deliveries lists a dead delivery with its attempts and last error"
+    );
+    let other = must(
+        store.task_deliveries("other-agent", "t6", 10).await,
+        "task_deliveries",
+    );
+    assert_eq!(
+        other,
+        crate::TaskDeliveries::default(),
+        "store contract: task_deliveries is one agent's task only"
     );
 }
 

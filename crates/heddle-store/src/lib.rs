@@ -61,7 +61,8 @@ mod sqlite_registry;
 pub use heddle_api::{
     Account, AgentRecord, Delivery, DeliveryOutcome, Entry, ExpiredLease, LeaseStore, LedgerStore,
     ListPage, ListQuery, NewDelivery, NewReservation, PushConfigRecord, PushStore, RegistryStore,
-    Reservation, Reserved, Scope, Settlement, StoreError, TaskStore, valid_currency,
+    Reservation, Reserved, Scope, Settlement, StoreError, TaskDeliveries, TaskStore,
+    valid_currency,
 };
 pub use memory::{DEFAULT_MEMORY_MAX_BYTES, MemoryLimits, MemoryStore};
 pub use page::{PageToken, sort_key};

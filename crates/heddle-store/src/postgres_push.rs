@@ -372,6 +372,35 @@ impl PushStore for PostgresStore {
         rows.iter().map(delivery_row).collect()
     }
 
+    /// A plain read, unlike [`pending_deliveries`](Self::pending_deliveries)
+    /// here: it sees the deliveries other replicas hold and claims none.
+    async fn task_deliveries(
+        &self,
+        agent: &str,
+        task_id: &str,
+        limit: usize,
+    ) -> Result<crate::TaskDeliveries, StoreError> {
+        // Found through `push_outbox_groups` (agent, task_id, …).
+        let sql = concat!(
+            "SELECT ",
+            delivery_columns!(),
+            " FROM push_outbox WHERE agent = $1 AND task_id = $2 AND state = $3 ORDER BY seq LIMIT $4"
+        );
+        let mut found = crate::TaskDeliveries::default();
+        for (state, into) in [(PENDING, &mut found.pending), (DEAD, &mut found.dead)] {
+            let rows = sqlx::query(sql)
+                .bind(agent)
+                .bind(task_id)
+                .bind(state)
+                .bind(sql_limit(limit))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db)?;
+            *into = rows.iter().map(delivery_row).collect::<Result<_, _>>()?;
+        }
+        Ok(found)
+    }
+
     async fn replay_dead(&self, seqs: &[i64]) -> Result<u64, StoreError> {
         let done = sqlx::query(
             "UPDATE push_outbox SET state = $2, attempts = 0, next_ms = 0,

@@ -232,6 +232,26 @@ impl PushStore for crate::MemoryStore {
         Ok(inner.dead.values().take(limit).cloned().collect())
     }
 
+    async fn task_deliveries(
+        &self,
+        agent: &str,
+        task_id: &str,
+        limit: usize,
+    ) -> Result<crate::TaskDeliveries, StoreError> {
+        let inner = self.push.lock();
+        let of_task = |list: &std::collections::BTreeMap<i64, Delivery>| -> Vec<Delivery> {
+            list.values()
+                .filter(|d| d.item.scope.agent == agent && d.item.task_id == task_id)
+                .take(limit)
+                .cloned()
+                .collect()
+        };
+        Ok(crate::TaskDeliveries {
+            pending: of_task(&inner.pending),
+            dead: of_task(&inner.dead),
+        })
+    }
+
     async fn replay_dead(&self, seqs: &[i64]) -> Result<u64, StoreError> {
         let mut inner = self.push.lock();
         let mut replayed = 0;

@@ -374,6 +374,39 @@ impl PushStore for SqliteStore {
         self.deliveries(DEAD, limit).await
     }
 
+    async fn task_deliveries(
+        &self,
+        agent: &str,
+        task_id: &str,
+        limit: usize,
+    ) -> Result<crate::TaskDeliveries, StoreError> {
+        let (agent, task_id) = (agent.to_owned(), task_id.to_owned());
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read(move |conn| {
+            // Found through `push_outbox_heads` (state, agent, task_id, …).
+            let sql = format!(
+                "SELECT {DELIVERY_COLUMNS} FROM push_outbox
+                 WHERE state = ?1 AND agent = ?2 AND task_id = ?3 ORDER BY seq LIMIT ?4"
+            );
+            let mut stmt = conn.prepare_cached(&sql).map_err(db)?;
+            let mut of_state = |state: i64| -> Result<Vec<Delivery>, StoreError> {
+                let mut rows = stmt
+                    .query(params![state, agent, task_id, limit])
+                    .map_err(db)?;
+                let mut out = Vec::new();
+                while let Some(row) = rows.next().map_err(db)? {
+                    out.push(delivery_row(row)?);
+                }
+                Ok(out)
+            };
+            Ok(crate::TaskDeliveries {
+                pending: of_state(PENDING)?,
+                dead: of_state(DEAD)?,
+            })
+        })
+        .await
+    }
+
     async fn replay_dead(&self, seqs: &[i64]) -> Result<u64, StoreError> {
         let seqs = seqs.to_vec();
         self.exec(move |tx| {

@@ -205,13 +205,19 @@ impl PushNotifier {
         self.inner.store.dead_deliveries(limit).await
     }
 
-    /// Deliveries still waiting in the outbox (with the attempts made so
-    /// far), oldest first, at most `limit`.
-    pub async fn pending(
+    /// One task's deliveries, still pending (with the attempts made so
+    /// far) and given up, oldest first, at most `limit` of each; a read
+    /// that claims nothing ([`heddle_store::PushStore::task_deliveries`]).
+    pub async fn task_deliveries(
         &self,
+        agent: &str,
+        task_id: &str,
         limit: usize,
-    ) -> Result<Vec<heddle_store::Delivery>, heddle_store::StoreError> {
-        self.inner.store.pending_deliveries(limit).await
+    ) -> Result<heddle_store::TaskDeliveries, heddle_store::StoreError> {
+        self.inner
+            .store
+            .task_deliveries(agent, task_id, limit)
+            .await
     }
 
     /// Puts the dead letters `seqs` back in the outbox, due at once, and

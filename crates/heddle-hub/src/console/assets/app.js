@@ -121,13 +121,13 @@ async function rpc(agent, method, params, wire, trace) {
 }
 
 /** A streaming call: each SSE event's result goes to onEvent as it comes. */
-async function rpcStream(agent, method, params, wire, trace, onEvent) {
+async function rpcStream(agent, method, params, wire, trace, onEvent, signal) {
   const req = { jsonrpc: '2.0', id: ++rpcSeq, method, params };
   if (wire) wire.add('request', req, restOf(agent, method, params));
   const hs = Object.assign({ Accept: 'text/event-stream', 'Content-Type': 'application/json' }, rpcHeaders(trace));
   if (me.csrf) hs['x-heddle-csrf'] = me.csrf;
   const res = await fetch(`/api/v1/agents/${enc(agent)}/a2a`, {
-    method: 'POST', headers: hs, credentials: 'same-origin', body: JSON.stringify(req), signal: viewAbort.signal,
+    method: 'POST', headers: hs, credentials: 'same-origin', body: JSON.stringify(req), signal: signal || viewAbort.signal,
   });
   const type = res.headers.get('content-type') || '';
   if (!type.startsWith('text/event-stream')) {
@@ -517,10 +517,13 @@ async function treeOf(agent, task, depth, seen) {
   return items.length ? h('ul', {}, items) : null;
 }
 async function taskView(agent, taskId) {
+  const signal = viewAbort.signal;
   show(h('p', { class: 'muted' }, 'Loading…'));
   const wire = new Wire();
   let task;
-  try { task = await rpc(agent, 'GetTask', { id: taskId }, wire); } catch (e) { show(h('h1', {}, 'Task'), fail(`Task ${taskId}`, e), wire.el); return; }
+  try { task = await rpc(agent, 'GetTask', { id: taskId }, wire); } catch (e) { if (!signal.aborted) show(h('h1', {}, 'Task'), fail(`Task ${taskId}`, e), wire.el); return; }
+  // Another view took the page while this one loaded.
+  if (signal.aborted) return;
   const st = task.status || {};
   const seen = JSON.parse(sessionStorage.getItem(`timeline:${agent}/${taskId}`) || '[]');
   const timeline = h('ol', { class: 'timeline' }, seen.map((l) => h('li', {}, `${new Date(l.at).toLocaleString()} · ${l.state}`)),
@@ -546,7 +549,7 @@ async function taskView(agent, taskId) {
     task.metadata ? [h('h2', {}, 'Metadata'), h('pre', {}, pretty(task.metadata))] : [],
     wire.el);
   treeOf(agent, task, 0, new Set()).then((t) => tree.replaceChildren(t || h('p', { class: 'muted' }, 'This task delegated nothing.')));
-  if (!TERMINAL.includes(shortState(st.state))) follow(agent, taskId, timeline, wire);
+  if (!TERMINAL.includes(shortState(st.state))) follow(agent, taskId, shortState(st.state), timeline, wire, signal);
   const rows = [];
   try {
     const cfgs = await rpc(agent, 'ListTaskPushNotificationConfigs', { taskId });
@@ -565,18 +568,24 @@ async function taskView(agent, taskId) {
   push.replaceChildren(rows.length ? h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Config'), h('th', {}, 'Receiver'), h('th', {}, 'Deliveries'))), h('tbody', {}, rows))
     : h('p', { class: 'muted' }, 'No push notification configs.'));
 }
-/** Adds each state a running task enters to the timeline, as it happens. */
-function follow(agent, taskId, timeline, wire) {
-  const view = location.hash;
+/** Adds each state a running task enters to the timeline, as it happens.
+ * The subscription's first event is the task as it stands: not news. An
+ * agent that does not stream is not followed. */
+async function follow(agent, taskId, stored, timeline, wire, signal) {
+  let card;
+  try { card = await fetchCard(agent); } catch (_) { return; }
+  if (signal.aborted || !(card.capabilities && card.capabilities.streaming)) return;
+  let last = stored;
   const line = (state, at) => {
-    if (location.hash !== view) return;
+    if (signal.aborted || state === last) return;
+    last = state;
     timeline.append(h('li', {}, `${new Date(at || Date.now()).toLocaleString()} · ${state} (live)`));
     keepTimeline(agent, taskId, { state, at: at || new Date().toISOString() });
   };
   rpcStream(agent, 'SubscribeToTask', { id: taskId }, wire, randomHex(16), (ev) => {
-    const st = (ev.statusUpdate && ev.statusUpdate.status) || (ev.task && ev.task.status);
+    const st = ev.statusUpdate && ev.statusUpdate.status;
     if (st) line(shortState(st.state), st.timestamp);
-  }).catch((e) => { if (location.hash === view) timeline.append(h('li', { class: 'muted' }, `Not following: ${e.message}`)); });
+  }, signal).catch((e) => { if (!signal.aborted) timeline.append(h('li', { class: 'muted' }, `Not following: ${e.message}`)); });
 }
 function tasksView() {
   const agent = h('input', { id: 'agent', type: 'text', required: true });
