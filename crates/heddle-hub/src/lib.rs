@@ -10,6 +10,7 @@
 //! GET  /.well-known/agent-card.json                     the default agent's card
 //! GET  /.well-known/ai-catalog.json                     every listed agent's card (AI Catalog, provisional)
 //! ANY  /api/v1/admin/agents[/{agentId}]                 register, read, change, remove (admins only)
+//! ANY  /api/v1/admin/keys[/{nameOrId}]                  API keys: list, create (shown once), revoke (admins only)
 //! GET  /metrics                                         OpenMetrics text (admins only when auth is on: [`MetricsAccess`])
 //! GET  /healthz, /readyz                                alive; ready (store, registry), 200 or 503
 //! GET  /console                                        the web console (on unless [`HubBuilder::console`] turns it off)
