@@ -17,7 +17,11 @@ CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
 
 if [ ! -x "$CHROMIUM" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "console: installing Debian's chromium"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null
+  # A machine whose package lists are stale or absent needs them read first.
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 || {
+    apt-get update -q >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null
+  }
 fi
 if [ ! -x "$CHROMIUM" ]; then
   if [ "${HEDDLE_REQUIRE_BROWSER:-0}" = 1 ]; then

@@ -52,7 +52,8 @@ impl KeyLocation {
         }
     }
 
-    fn find(&self, headers: &HeaderMap, uri: &Uri) -> Option<String> {
+    /// The API key a request carries here, if any (unchecked).
+    pub fn find(&self, headers: &HeaderMap, uri: &Uri) -> Option<String> {
         match self {
             KeyLocation::Header(n) => headers
                 .get(n.as_str())

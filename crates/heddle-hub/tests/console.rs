@@ -72,6 +72,11 @@ fn send(text: &str) -> Value {
 
 const ECHO: &str = "/api/v1/agents/echo/a2a";
 
+/// A GET riding on a console cookie.
+async fn get(router: &Router, uri: &str, cookie: &str) -> Answer {
+    oneshot(router, "GET", uri, &[("cookie", cookie)], None).await
+}
+
 #[tokio::test]
 async fn a_signed_in_session_calls_an_agent_with_its_csrf_token() {
     let (router, key) = hub(true).await;
@@ -158,23 +163,9 @@ async fn a_cross_site_post_or_one_without_the_csrf_token_is_refused() {
 async fn a_plain_keys_session_gets_no_admin_call() {
     let (router, key) = hub(true).await;
     let (cookie, csrf) = sign_in(&router, "apiKey", &key).await;
-    let who = oneshot(
-        &router,
-        "GET",
-        "/console/session",
-        &[("cookie", &cookie)],
-        None,
-    )
-    .await;
+    let who = get(&router, "/console/session", &cookie).await;
     assert_eq!(who.json["admin"], false);
-    let list = oneshot(
-        &router,
-        "GET",
-        "/api/v1/admin/agents",
-        &[("cookie", &cookie)],
-        None,
-    )
-    .await;
+    let list = get(&router, "/api/v1/admin/agents", &cookie).await;
     assert_eq!(list.status, 403, "{}", list.text);
     let add = post_json(
         &router,
@@ -188,14 +179,7 @@ async fn a_plain_keys_session_gets_no_admin_call() {
     )
     .await;
     assert_eq!(add.status, 403, "{}", add.text);
-    let keys = oneshot(
-        &router,
-        "GET",
-        "/api/v1/admin/keys",
-        &[("cookie", &cookie)],
-        None,
-    )
-    .await;
+    let keys = get(&router, "/api/v1/admin/keys", &cookie).await;
     assert_eq!(keys.status, 403);
 }
 
@@ -277,7 +261,7 @@ async fn no_page_or_answer_carries_a_secret() {
             "/console/session",
             "/api/v1/agents",
         ] {
-            let a = oneshot(&router, "GET", path, &[("cookie", c)], None).await;
+            let a = get(&router, path, c).await;
             assert_eq!(a.status, 200, "{path}");
             assert!(
                 !a.text.contains(&key) && !a.text.contains(TOKEN),
@@ -331,14 +315,7 @@ async fn the_session_cookie_is_http_only_strict_and_ends_at_sign_out() {
     )
     .await;
     assert_eq!(out.status, 204);
-    let after = oneshot(
-        &router,
-        "GET",
-        "/console/session",
-        &[("cookie", &cookie)],
-        None,
-    )
-    .await;
+    let after = get(&router, "/console/session", &cookie).await;
     assert_eq!(after.json["signedIn"], false);
     let call = post_json(
         &router,

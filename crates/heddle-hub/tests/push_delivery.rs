@@ -745,26 +745,7 @@ async fn an_admin_reads_one_tasks_deliveries_waiting_and_given_up() {
     .router();
     let task_id = writer_flow(&app, &format!("http://{addr}/hook")).await;
     let path = format!("/api/v1/admin/push/deliveries?agent=writer&task={task_id}");
-    let read = |auth: Option<&'static str>| {
-        let app = app.clone();
-        let path = path.clone();
-        async move {
-            let mut req = axum::http::Request::get(&path);
-            if let Some(a) = auth {
-                req = req.header("authorization", a);
-            }
-            let resp = app
-                .oneshot(req.body(axum::body::Body::empty()).expect("request"))
-                .await
-                .expect("answer");
-            let status = resp.status();
-            let bytes = resp.into_body().collect().await.expect("body").to_bytes();
-            (
-                status,
-                serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null),
-            )
-        }
-    };
+    let read = |auth: Option<&'static str>| admin_get(&app, path.clone(), auth);
     assert_eq!(read(None).await.0, StatusCode::UNAUTHORIZED);
     let admin = Some("Bearer push-admin-token-0123456789");
     // Waiting, with the failed attempts counted.
@@ -813,19 +794,28 @@ async fn an_admin_reads_one_tasks_deliveries_waiting_and_given_up() {
     }
     // Another task's deliveries are not listed.
     let other = "/api/v1/admin/push/deliveries?agent=writer&task=not-a-task";
-    let resp = app
-        .clone()
-        .oneshot(
-            axum::http::Request::get(other)
-                .header("authorization", "Bearer push-admin-token-0123456789")
-                .body(axum::body::Body::empty())
-                .expect("request"),
-        )
-        .await
-        .expect("answer");
-    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
     assert_eq!(
-        serde_json::from_slice::<Value>(&bytes).expect("json"),
+        admin_get(&app, other.to_owned(), admin).await.1,
         json!({"pending": [], "dead": []})
     );
+}
+
+/// A GET of `path` with `auth` as the Authorization header: the status and
+/// the JSON body.
+async fn admin_get(app: &Router, path: String, auth: Option<&str>) -> (StatusCode, Value) {
+    let mut req = axum::http::Request::get(path);
+    if let Some(a) = auth {
+        req = req.header("authorization", a);
+    }
+    let resp = app
+        .clone()
+        .oneshot(req.body(axum::body::Body::empty()).expect("request"))
+        .await
+        .expect("answer");
+    let status = resp.status();
+    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+    (
+        status,
+        serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null),
+    )
 }

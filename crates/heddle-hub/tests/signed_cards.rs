@@ -16,6 +16,8 @@ use heddle_hub::{AgentProfile, Hub, agents::Echo};
 use heddle_signing::{CardSigner, SigningKey};
 use heddle_store::MemoryStore;
 
+mod live;
+
 fn key(file: &str, kid: &str) -> SigningKey {
     let path = format!(
         "{}/../heddle-signing/testdata/{file}",
@@ -263,18 +265,8 @@ async fn listed_signature(signer: CardSigner, published: Vec<serde_json::Value>)
         )
         .build()
         .await;
-    let req = axum::http::Request::get("/api/v1/agents")
-        .body(axum::body::Body::empty())
-        .expect("request");
-    let resp = tower::ServiceExt::oneshot(hub.router(), req)
-        .await
-        .expect("an answer");
-    let bytes = http_body_util::BodyExt::collect(resp.into_body())
-        .await
-        .expect("a body")
-        .to_bytes();
-    let list: serde_json::Value = serde_json::from_slice(&bytes).expect("JSON");
-    list["agents"][0]["signature"]
+    let list = live::oneshot(&hub.router(), "GET", "/api/v1/agents", &[], None).await;
+    list.json["agents"][0]["signature"]
         .as_str()
         .expect("a signature status")
         .to_owned()

@@ -99,25 +99,12 @@ fn asset(body: &'static str, content_type: &'static str) -> Response {
 /// Whether a request brings a credential of its own, where the hub looks
 /// for one: then a console cookie beside it is ignored.
 pub(crate) fn has_own_credential(hub: &Hub, headers: &HeaderMap, uri: &Uri) -> bool {
-    if headers.contains_key(header::AUTHORIZATION) {
-        return true;
-    }
-    let Some(auth) = &hub.shared.auth else {
-        return false;
-    };
-    match auth.key_location() {
-        heddle_auth::KeyLocation::Header(n) => headers.contains_key(n.as_str()),
-        heddle_auth::KeyLocation::Query(n) => uri.query().is_some_and(|q| {
-            q.split('&')
-                .any(|p| p.split('=').next() == Some(n.as_str()))
-        }),
-        heddle_auth::KeyLocation::Cookie(n) => headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .any(|c| c.trim().split('=').next() == Some(n.as_str())),
-    }
+    headers.contains_key(header::AUTHORIZATION)
+        || hub
+            .shared
+            .auth
+            .as_ref()
+            .is_some_and(|auth| auth.key_location().find(headers, uri).is_some())
 }
 
 fn no_store(mut r: Response) -> Response {

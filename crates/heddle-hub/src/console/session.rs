@@ -426,20 +426,19 @@ mod tests {
 
     const URL: &str = "http://hub.test:8080";
 
+    /// `apply` for a request with no credential of its own, on the default
+    /// key location.
+    fn apply(s: &Sessions, req: Request) -> Result<Request, Refusal> {
+        s.apply(req, |_, _| false, None, URL)
+    }
+
     #[test]
     fn a_session_puts_its_credential_on_a_read() {
         let s = Sessions::new(false);
         let (cookie, _) = s
             .start(Credential::Bearer("t0ken".into()), "admin".into(), true)
             .expect("test value");
-        let req = s
-            .apply(
-                request(Method::GET, &cookie, None, None),
-                |_, _| false,
-                None,
-                URL,
-            )
-            .expect("test value");
+        let req = apply(&s, request(Method::GET, &cookie, None, None)).expect("test value");
         assert_eq!(req.headers()[header::AUTHORIZATION], "Bearer t0ken");
     }
 
@@ -449,67 +448,38 @@ mod tests {
         let (cookie, who) = s
             .start(Credential::ApiKey("k".into()), "key:1".into(), false)
             .expect("test value");
-        let r = s.apply(
-            request(Method::POST, &cookie, None, None),
-            |_, _| false,
-            None,
-            URL,
-        );
+        let r = apply(&s, request(Method::POST, &cookie, None, None));
         assert_eq!(r.err(), Some(Refusal::Csrf));
-        let r = s.apply(
-            request(Method::POST, &cookie, Some("wrong"), None),
-            |_, _| false,
-            None,
-            URL,
-        );
+        let r = apply(&s, request(Method::POST, &cookie, Some("wrong"), None));
         assert_eq!(r.err(), Some(Refusal::Csrf));
-        let r = s.apply(
+        let r = apply(
+            &s,
             request(
                 Method::POST,
                 &cookie,
                 Some(&who.csrf),
                 Some("https://evil.example"),
             ),
-            |_, _| false,
-            None,
-            URL,
         );
         assert_eq!(r.err(), Some(Refusal::CrossSite));
-        let req = s
-            .apply(
-                request(Method::POST, &cookie, Some(&who.csrf), Some(URL)),
-                |_, _| false,
-                None,
-                URL,
-            )
-            .expect("test value");
+        let req = apply(
+            &s,
+            request(Method::POST, &cookie, Some(&who.csrf), Some(URL)),
+        )
+        .expect("test value");
         assert_eq!(req.headers()["api-key"], "k");
     }
 
     #[test]
     fn an_unknown_or_ended_cookie_adds_nothing() {
         let s = Sessions::new(false);
-        let req = s
-            .apply(
-                request(Method::GET, "nope", None, None),
-                |_, _| false,
-                None,
-                URL,
-            )
-            .expect("test value");
+        let req = apply(&s, request(Method::GET, "nope", None, None)).expect("test value");
         assert!(!req.headers().contains_key("api-key"));
         let (cookie, _) = s
             .start(Credential::ApiKey("k".into()), "key:1".into(), false)
             .expect("test value");
         s.end(&request(Method::GET, &cookie, None, None).headers().clone());
-        let req = s
-            .apply(
-                request(Method::GET, &cookie, None, None),
-                |_, _| false,
-                None,
-                URL,
-            )
-            .expect("test value");
+        let req = apply(&s, request(Method::GET, &cookie, None, None)).expect("test value");
         assert!(!req.headers().contains_key("api-key"));
     }
 
