@@ -41,6 +41,11 @@ pub enum EventError {
     /// An artifact update without an artifact id.
     #[error("artifact needs an artifactId")]
     MissingArtifactId,
+    /// This server replica no longer runs the task: it stopped renewing its
+    /// lease in time (paused, or cut off from the store) and another
+    /// replica took the task over. The run here must stop.
+    #[error("this server replica lost the task to another one; the run here stops")]
+    LeaseLost,
     /// The store refused the new state; the task is unchanged.
     #[error("could not persist the task: {0}")]
     Store(#[from] StoreError),

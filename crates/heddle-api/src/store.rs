@@ -201,6 +201,15 @@ pub struct ExpiredLease {
     pub replica: String,
 }
 
+/// A lease a replica still holds, as its renewal names it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct HeldLease {
+    /// The task's agent.
+    pub agent: String,
+    /// The task.
+    pub task_id: String,
+}
+
 /// Who runs which task, in a store several replicas share.
 ///
 /// A replica takes a lease when it starts running a task, renews all its
@@ -222,10 +231,13 @@ pub trait LeaseStore: Send + Sync + 'static {
         ttl_ms: i64,
     ) -> Result<bool, StoreError>;
 
-    /// Extends every lease `replica` holds to `ttl_ms` from now; how many
-    /// it holds. With 0 they run out now: a stopping replica hands its
-    /// tasks to the others' next [`claim_expired`](Self::claim_expired).
-    async fn renew_leases(&self, replica: &str, ttl_ms: i64) -> Result<u64, StoreError>;
+    /// Extends every lease `replica` still holds to `ttl_ms` from now, and
+    /// names them. A task the replica leased that is not named was claimed
+    /// by another replica (this one stopped renewing in time, e.g. paused
+    /// or cut off): its run here must stop. With 0 they run out now: a
+    /// stopping replica hands its tasks to the others' next
+    /// [`claim_expired`](Self::claim_expired).
+    async fn renew_leases(&self, replica: &str, ttl_ms: i64) -> Result<Vec<HeldLease>, StoreError>;
 
     /// The replica holding the lease on `task_id` of `agent`, if any
     /// (expired or not).

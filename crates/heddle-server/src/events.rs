@@ -39,6 +39,7 @@ impl TaskSink for LiveTask {
         state: v1::TaskState,
         message: Option<v1::Message>,
     ) -> Result<(), EventError> {
+        self.fence().await;
         let mut st = self.state.lock().await;
         self.apply_status(&mut st, context_id, state, message).await
     }
@@ -50,6 +51,7 @@ impl TaskSink for LiveTask {
         append: bool,
         last_chunk: bool,
     ) -> Result<(), EventError> {
+        self.fence().await;
         let mut st = self.state.lock().await;
         ensure_open(&st)?;
         self.create_if_needed(&mut st).await?;
@@ -71,6 +73,7 @@ impl TaskSink for LiveTask {
     }
 
     async fn reply(&self, context_id: &str, mut message: v1::Message) -> Result<(), EventError> {
+        self.fence().await;
         let mut st = self.state.lock().await;
         ensure_open(&st)?;
         if st.created {
@@ -96,6 +99,7 @@ impl TaskSink for LiveTask {
     }
 
     async fn task_metadata(&self, fields: Struct) -> Result<(), EventError> {
+        self.fence().await;
         let mut st = self.state.lock().await;
         ensure_open(&st)?;
         self.create_if_needed(&mut st).await?;
@@ -109,6 +113,7 @@ impl TaskSink for LiveTask {
     }
 
     async fn add_child(&self, child: heddle_api::delegation::Hop) -> Result<(), EventError> {
+        self.fence().await;
         let mut st = self.state.lock().await;
         ensure_open(&st)?;
         self.create_if_needed(&mut st).await?;
@@ -120,7 +125,9 @@ impl TaskSink for LiveTask {
 }
 
 fn ensure_open(st: &LiveState) -> Result<(), EventError> {
-    if st.replied {
+    if st.lost {
+        Err(EventError::LeaseLost)
+    } else if st.replied {
         Err(EventError::AlreadyReplied)
     } else {
         Ok(())
@@ -128,6 +135,16 @@ fn ensure_open(st: &LiveState) -> Result<(), EventError> {
 }
 
 impl LiveTask {
+    /// In a cluster, waits until this replica surely still holds the
+    /// task's lease (see [`Cluster::fence`](crate::cluster::Cluster)):
+    /// before the agent's event takes the task's lock, so a replica woken
+    /// from a pause publishes nothing of a task it lost.
+    async fn fence(&self) {
+        if let Some(cluster) = &self.cluster {
+            cluster.fence(&self.scope, &self.id).await;
+        }
+    }
+
     /// Announces the task to subscribers (and persists it for streams) on its first event.
     pub(crate) async fn create_if_needed(&self, st: &mut LiveState) -> Result<(), EventError> {
         if st.created {

@@ -87,6 +87,9 @@ pub(crate) struct LiveState {
     /// Another replica runs the task and this one mirrors its events
     /// ([`crate::cluster`]) for its own subscribers.
     pub mirrored: bool,
+    /// Another replica took the task over (this one's lease ran out): the
+    /// run here is stopped, and nothing more of it is accepted.
+    pub lost: bool,
 }
 
 /// A task with its lock, fan-out channel and cancellation signal.
@@ -156,6 +159,7 @@ impl LiveTask {
                 queued: false,
                 generation,
                 mirrored: false,
+                lost: false,
             }),
             tx: std::sync::OnceLock::new(),
             cancel: CancellationToken::new(),

@@ -59,9 +59,9 @@ mod sqlite_push;
 mod sqlite_registry;
 
 pub use heddle_api::{
-    Account, AgentRecord, Delivery, DeliveryOutcome, Entry, ExpiredLease, LeaseStore, LedgerStore,
-    ListPage, ListQuery, NewDelivery, NewReservation, PushConfigRecord, PushStore, RegistryStore,
-    Reservation, Reserved, Scope, Settlement, StoreError, TaskDeliveries, TaskStore,
+    Account, AgentRecord, Delivery, DeliveryOutcome, Entry, ExpiredLease, HeldLease, LeaseStore,
+    LedgerStore, ListPage, ListQuery, NewDelivery, NewReservation, PushConfigRecord, PushStore,
+    RegistryStore, Reservation, Reserved, Scope, Settlement, StoreError, TaskDeliveries, TaskStore,
     valid_currency,
 };
 pub use memory::{DEFAULT_MEMORY_MAX_BYTES, MemoryLimits, MemoryStore};

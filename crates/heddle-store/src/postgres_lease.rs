@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use sqlx::Row as _;
 
 use crate::postgres::db;
-use crate::{ExpiredLease, LeaseStore, PostgresStore, Scope, StoreError};
+use crate::{ExpiredLease, HeldLease, LeaseStore, PostgresStore, Scope, StoreError};
 
 /// The database's clock, in Unix milliseconds (a macro, for `concat!`).
 macro_rules! now_ms {
@@ -59,18 +59,26 @@ impl LeaseStore for PostgresStore {
             .map_err(db)
     }
 
-    async fn renew_leases(&self, replica: &str, ttl_ms: i64) -> Result<u64, StoreError> {
-        let done = sqlx::query(concat!(
+    async fn renew_leases(&self, replica: &str, ttl_ms: i64) -> Result<Vec<HeldLease>, StoreError> {
+        let rows = sqlx::query(concat!(
             "UPDATE task_leases SET expires_ms = ",
             now_ms!(),
-            " + $2 WHERE replica = $1"
+            " + $2 WHERE replica = $1 RETURNING agent, task_id"
         ))
         .bind(replica)
         .bind(ttl_ms)
-        .execute(&self.pool)
+        .fetch_all(&self.pool)
         .await
         .map_err(db)?;
-        Ok(done.rows_affected())
+        rows.iter()
+            .map(|row| {
+                let bad = |e: sqlx::Error| StoreError::Corrupt("task lease".into(), e.to_string());
+                Ok(HeldLease {
+                    agent: row.try_get(0).map_err(bad)?,
+                    task_id: row.try_get(1).map_err(bad)?,
+                })
+            })
+            .collect()
     }
 
     async fn release_lease(

@@ -608,8 +608,15 @@ async fn an_expired_lease_is_claimed_once_and_a_live_one_not_at_all() {
         store.lease_holder("a", "t3").await.unwrap().as_deref(),
         Some("r2")
     );
-    // r2 is alive: its lease moves on; r1's two stay expired.
-    assert_eq!(store.renew_leases("r2", 60_000).await.unwrap(), 1);
+    // r2 is alive: its lease moves on, and its renewal names it; r1's two
+    // stay expired.
+    assert_eq!(
+        store.renew_leases("r2", 60_000).await.unwrap(),
+        [heddle_store::HeldLease {
+            agent: "a".into(),
+            task_id: "t3".into()
+        }]
+    );
     // A live lease is not taken by another replica; its holder renews it.
     assert!(
         !store
@@ -643,7 +650,8 @@ async fn an_expired_lease_is_claimed_once_and_a_live_one_not_at_all() {
     assert_eq!(ids, [("t1", "r1"), ("t2", "r1")]);
     assert!(claimed.iter().all(|l| l.scope == scope));
     assert!(store.claim_expired(&agents, 10).await.unwrap().is_empty());
-    // An expired lease is taken over by another replica.
+    // An expired lease is taken over by another replica; the first one's
+    // next renewal does not name it (its run there must stop).
     assert!(
         store
             .acquire_lease(&scope, "t4", "r1", -1_000)
@@ -656,6 +664,7 @@ async fn an_expired_lease_is_claimed_once_and_a_live_one_not_at_all() {
             .await
             .unwrap()
     );
+    assert!(store.renew_leases("r1", 60_000).await.unwrap().is_empty());
     // A released lease is gone; another replica's release is a no-op.
     store.release_lease("a", "t3", "r1").await.unwrap();
     assert!(store.lease_holder("a", "t3").await.unwrap().is_some());
@@ -670,7 +679,7 @@ async fn an_expired_lease_is_claimed_once_and_a_live_one_not_at_all() {
             .unwrap()
     );
     assert!(store.claim_expired(&agents, 10).await.unwrap().is_empty());
-    assert_eq!(store.renew_leases("r3", 0).await.unwrap(), 1);
+    assert_eq!(store.renew_leases("r3", 0).await.unwrap().len(), 1);
     tokio::time::sleep(Duration::from_millis(5)).await;
     let handed: Vec<_> = store
         .claim_expired(&agents, 10)

@@ -558,4 +558,66 @@ async fn a_resumable_agents_task_is_resumed_by_another_replica() {
     .expect("get");
     let parts = got["artifacts"][0]["parts"].as_array().map_or(0, Vec::len);
     assert_eq!(parts, 3, "{got}");
+    let Three { b, c, .. } = &mut three;
+    a_replica_paused_past_its_lease_stops_the_run_it_lost(b, c).await;
+}
+
+/// Sends `signal` (`STOP`, `CONT`) to a replica's process.
+fn signal(server: &Server, signal: &str) {
+    let sent = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &server.child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success(), "kill -{signal}");
+}
+
+/// B is paused (SIGSTOP) after the first chunk, past its lease time: C
+/// takes the task over and resumes it to its end. Woken (SIGCONT), B
+/// learns at its next renewal that the lease is gone and stops its run
+/// before the run's next event: B's own stream of the task ends with the
+/// resubscribe event, not with chunks of a run that is no longer its, and
+/// the stored report has each chunk once.
+async fn a_replica_paused_past_its_lease_stops_the_run_it_lost(b: &mut Server, c: &Server) {
+    let task = start_task(&b.url, "paused-1").await;
+    let mut on_b = subscribe(&b.url, &task, None).await;
+    let mut on_c = subscribe(&c.url, &task, None).await;
+    until_first_chunk(&mut on_b).await;
+    signal(b, "STOP");
+    let on_c = drain(&mut on_c, Duration::from_secs(20)).await;
+    assert_gap_free(&on_c);
+    assert_eq!(
+        on_c.last().and_then(Seen::state),
+        Some("TASK_STATE_COMPLETED"),
+        "C resumed it to its end: {on_c:?}"
+    );
+    signal(b, "CONT");
+    let woken = drain(&mut on_b, Duration::from_secs(10)).await;
+    assert!(
+        woken
+            .iter()
+            .all(|s| s.result.get("artifactUpdate").is_none()),
+        "the run B lost went on there: {woken:?}"
+    );
+    let last = woken.last().expect("B's stream ended with an event");
+    let why = &last.result["statusUpdate"]["metadata"][RESUBSCRIBE_KEY];
+    assert!(
+        why["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("took this task over")),
+        "{woken:?}"
+    );
+    // What B's run would have written next is not in the store either.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let got = rpc(
+        &reqwest::Client::new(),
+        &c.url,
+        "writer-stream",
+        "GetTask",
+        json!({"id": task}),
+    )
+    .await
+    .expect("get");
+    assert_eq!(got["status"]["state"], "TASK_STATE_COMPLETED");
+    let parts = got["artifacts"][0]["parts"].as_array().map_or(0, Vec::len);
+    assert_eq!(parts, 3, "{got}");
 }

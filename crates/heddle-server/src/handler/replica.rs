@@ -18,7 +18,8 @@ use heddle_store::Scope;
 
 use super::{
     CallContext, EventStream, RequestHandler,
-    stream::{is_final, resubscribe_event},
+    drain::RESUBSCRIBE_REASON,
+    stream::{LOST_REASON, is_final, resubscribe_event},
 };
 use crate::{
     agent::Caller,
@@ -139,6 +140,32 @@ impl RequestHandler {
             gate.ended_outside_run(&st.task);
         }
         Ok(())
+    }
+
+    /// Stops the run here of a task another replica took over (this one's
+    /// lease ran out while it was paused or cut off): the task accepts
+    /// nothing more from it, the run is aborted, a caller blocked on it gets
+    /// the task as it stands here, and this replica's streams of it end with
+    /// the resubscribe event, so their clients pick the task up from the
+    /// store and the bus, where the replica that took it over writes.
+    pub(crate) async fn lose(&self, scope: &Scope, id: &str) {
+        let Some(live) = self.inner.live.get(scope, id) else {
+            return;
+        };
+        {
+            let mut st = live.state.lock().await;
+            st.lost = true;
+            if let Some(run) = st.abort.take() {
+                run.abort();
+            }
+            live.running.store(false, Ordering::Release);
+            // A run still in its first, inline part stops at its next event.
+            live.cancel.cancel();
+            st.settled_gen = st.settled_gen.saturating_add(1);
+            live.settled.notify_waiters();
+            live.broadcast(&lost_marker(&st.task));
+        }
+        self.inner.live.release(id);
     }
 
     /// Aborts every run of this agent on its own task here: for a replica
@@ -380,7 +407,8 @@ impl RequestHandler {
                         biased;
                         () = drain.wait() => {
                             let last = resubscribe_event(
-                                &seen.task_id, &seen.context_id, seen.status.take(), seen.last);
+                                &seen.task_id, &seen.context_id, seen.status.take(), seen.last,
+                                RESUBSCRIBE_REASON);
                             return Some((last, (None, permit, seen)));
                         }
                         next = feed.next() => next,
@@ -544,4 +572,17 @@ async fn resync(live: &Arc<LiveTask>, st: &mut LiveState, wanted: u64) {
 
 fn ended(st: &LiveState) -> bool {
     current_state(st).is_terminal()
+}
+
+/// What [`RequestHandler::lose`] gives this replica's streams of a task it
+/// lost: a status update with no generation, which ends each stream with
+/// its own resubscribe event (see `event_stream`).
+fn lost_marker(task: &v1::Task) -> Arc<Event> {
+    resubscribe_event(
+        &task.id,
+        &task.context_id,
+        task.status.clone(),
+        0,
+        LOST_REASON,
+    )
 }

@@ -570,7 +570,8 @@ impl RequestHandler {
         {
             let mut st = live.state.lock().await;
             st.abort = None;
-            if !st.replied {
+            // A task lost to another replica is that one's to finish.
+            if !st.replied && !st.lost {
                 let state = if st.created {
                     current_state(&st)
                 } else {

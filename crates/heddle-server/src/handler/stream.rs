@@ -116,11 +116,29 @@ impl RequestHandler {
                                 let st = live.state.lock().await;
                                 let t = &st.task;
                                 let status = guard.status.clone().or_else(|| t.status.clone());
-                                resubscribe_event(&t.id, &t.context_id, status, guard.sent)
+                                resubscribe_event(
+                                    &t.id,
+                                    &t.context_id,
+                                    status,
+                                    guard.sent,
+                                    RESUBSCRIBE_REASON,
+                                )
                             };
                             return Some((last, (None, None, true, live, guard)));
                         }
                         Some(Ok(u)) if u.generation != 0 && u.generation <= guard.sent => {}
+                        // A status update with no generation is this
+                        // replica's last word on a task it lost
+                        // (`RequestHandler::lose`): the stream ends as a
+                        // drained one does, naming what it sent.
+                        Some(Ok(u)) if u.generation == 0 && is_status(&u.response) => {
+                            let t = &live.id;
+                            let context = context_of(&u.response);
+                            let status = guard.status.clone();
+                            let last =
+                                resubscribe_event(t, context, status, guard.sent, LOST_REASON);
+                            return Some((last, (None, None, true, live, guard)));
+                        }
                         Some(other) => break other,
                     }
                 };
@@ -207,6 +225,22 @@ impl RequestHandler {
     }
 }
 
+/// Why a stream of a task this replica lost to another ended, in its last
+/// event.
+pub(super) const LOST_REASON: &str = "another server replica took this task over; subscribe to \
+     the task again to follow it";
+
+fn is_status(update: &v1::StreamResponse) -> bool {
+    matches!(update.payload, Some(Payload::StatusUpdate(_)))
+}
+
+fn context_of(update: &v1::StreamResponse) -> &str {
+    match &update.payload {
+        Some(Payload::StatusUpdate(u)) => &u.context_id,
+        _ => "",
+    }
+}
+
 /// Keeps the status `update` carries, if it carries one.
 pub(super) fn note_status(status: &mut Option<v1::TaskStatus>, update: &Event) {
     match &update.response.payload {
@@ -225,9 +259,10 @@ pub(super) fn resubscribe_event(
     context_id: &str,
     status: Option<v1::TaskStatus>,
     last: u64,
+    reason: &str,
 ) -> Update {
     let mut why = serde_json::Map::new();
-    why.insert("reason".into(), RESUBSCRIBE_REASON.into());
+    why.insert("reason".into(), reason.into());
     if last != 0 {
         why.insert("lastEventId".into(), last.to_string().into());
     }

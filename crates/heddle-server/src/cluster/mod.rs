@@ -14,8 +14,14 @@
 //!   expire, and another replica ends those tasks FAILED, with the reason,
 //!   so no task stays WORKING forever and every subscriber sees the end.
 //!
+//!   A replica that was paused (or cut off) past its leases' time learns at
+//!   its next renewal which it lost, and stops those runs before they write
+//!   or publish anything more ([`held`]).
+//!
 //! `heddle-nats` implements the bus on NATS JetStream; the PostgreSQL store
 //! keeps generations and leases.
+
+mod held;
 
 use std::{
     sync::{Arc, Mutex, Weak},
@@ -30,6 +36,7 @@ use heddle_store::{LeaseStore, Scope};
 use tokio_util::sync::CancellationToken;
 
 use crate::{handler::RequestHandler, live::Event};
+use held::HeldLeases;
 
 /// A bus failure (the bus is down, or said something unreadable).
 #[derive(Debug, thiserror::Error)]
@@ -110,6 +117,8 @@ pub struct Cluster {
     replica: String,
     bus: Arc<dyn EventBus>,
     leases: Option<(Arc<dyn LeaseStore>, LeaseTimes)>,
+    /// The leases of the runs here, and the fence their events pass.
+    held: HeldLeases,
     handlers: Mutex<HashMap<String, Weak<crate::handler::Inner>>>,
     /// Ends the control subscription and the lease renewal.
     stop: CancellationToken,
@@ -146,6 +155,7 @@ impl Cluster {
             replica: crate::new_id(),
             bus,
             leases: None,
+            held: HeldLeases::default(),
             handlers: Mutex::new(HashMap::default()),
             reaping: stop.child_token(),
             stop,
@@ -205,11 +215,16 @@ impl Cluster {
         let Some((store, times)) = &self.leases else {
             return true;
         };
+        let asked = tokio::time::Instant::now();
         match store
             .acquire_lease(scope, task_id, &self.replica, millis(times.ttl))
             .await
         {
-            Ok(taken) => taken,
+            Ok(true) => {
+                self.held.hold(scope, task_id, asked, times.ttl);
+                true
+            }
+            Ok(false) => false,
             Err(e) => {
                 tracing::warn!(task = %task_id, error = %e, "could not lease a task");
                 true
@@ -219,12 +234,24 @@ impl Cluster {
 
     /// Lets go of a task this replica stopped running.
     pub(crate) async fn release(&self, scope: &Scope, task_id: &str) {
+        self.held.forget(&scope.agent, task_id);
         if let Some((store, _)) = &self.leases
             && let Err(e) = store
                 .release_lease(&scope.agent, task_id, &self.replica)
                 .await
         {
             tracing::warn!(task = %task_id, error = %e, "could not release a task lease");
+        }
+    }
+
+    /// Returns once an event of a run here may go out: at once while the
+    /// run's lease was renewed recently; after a pause past the lease's
+    /// time, once a renewal said whether it is still held. A lost one has
+    /// had its run stopped by then ([`RequestHandler::lose`]), which the
+    /// event then finds on its task.
+    pub(crate) async fn fence(&self, scope: &Scope, task_id: &str) {
+        if self.leases.is_some() && !self.held.is_sure(&scope.agent, task_id) {
+            self.held.fence(&scope.agent, task_id).await;
         }
     }
 
@@ -301,8 +328,11 @@ impl Cluster {
             handler.abort_runs().await;
         }
         if let Some((store, _)) = &self.leases {
+            self.held.clear();
             match store.renew_leases(&self.replica, 0).await {
-                Ok(n) if n > 0 => tracing::info!(tasks = n, "handed this replica's tasks over"),
+                Ok(handed) if !handed.is_empty() => {
+                    tracing::info!(tasks = handed.len(), "handed this replica's tasks over");
+                }
                 Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "could not hand this replica's tasks over"),
             }
@@ -316,11 +346,31 @@ impl Cluster {
             tokio::select! {
                 () = self.stop.cancelled() => return,
                 _ = tick.tick() => {}
+                () = self.held.asked_to_renew() => {}
             }
-            if let Err(e) = store.renew_leases(&self.replica, millis(times.ttl)).await {
-                tracing::warn!(error = %e, "could not renew this replica's task leases");
-            }
+            self.renew(store.as_ref(), times.ttl).await;
         }
+    }
+
+    /// One renewal of every lease this replica holds. The runs whose
+    /// leases it no longer names are stopped before the events waiting at
+    /// the [`fence`](Self::fence) are let go.
+    async fn renew(&self, store: &dyn LeaseStore, ttl: Duration) {
+        let asked = tokio::time::Instant::now();
+        match store.renew_leases(&self.replica, millis(ttl)).await {
+            Ok(kept) => {
+                for (scope, task_id) in self.held.renewed(asked, ttl, kept) {
+                    tracing::warn!(task = %task_id,
+                        "another replica took over a task this one runs (its lease ran out while this \
+                         replica was paused or cut off); stopping its run here");
+                    if let Some(handler) = self.handler(&scope.agent) {
+                        handler.lose(&scope, &task_id).await;
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "could not renew this replica's task leases"),
+        }
+        self.held.signal();
     }
 
     async fn reap_loop(&self, times: LeaseTimes) {
