@@ -169,8 +169,10 @@ pub trait AgentExecutor: Send + Sync + 'static {
     /// the task over calls [`execute`](Self::execute) again with the task
     /// as it stands (`ctx.task`: its status, history and artifacts, the
     /// dead replica's last events included) and its last user message as
-    /// `ctx.message`; the run carries on from there without redoing what
-    /// the task already shows. The default, `false`, ends such a task
+    /// `ctx.message`, with the first call's configuration, metadata,
+    /// extensions and protocol version (`ctx.streaming` is false: whoever
+    /// follows the task does so over the other replicas' streams); the run
+    /// carries on from there without redoing what the task already shows. The default, `false`, ends such a task
     /// FAILED, saying its replica stopped.
     fn resumable(&self) -> bool {
         false

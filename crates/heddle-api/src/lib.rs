@@ -46,9 +46,9 @@ pub use ledger::{
     Account, Entry, LedgerStore, NewReservation, Reservation, Reserved, Settlement, valid_currency,
 };
 pub use store::{
-    AgentRecord, Delivery, DeliveryOutcome, ExpiredLease, HeldLease, LeaseStore, ListPage,
-    ListQuery, NewDelivery, PushConfigRecord, PushStore, RegistryStore, Scope, StoreError,
-    TaskDeliveries, TaskStore,
+    AgentRecord, Delivery, DeliveryOutcome, ExpiredLease, HeldLease, LeaseStore, LeasedRun,
+    ListPage, ListQuery, NewDelivery, PushConfigRecord, PushStore, RegistryStore, Scope,
+    StoreError, TaskDeliveries, TaskStore,
 };
 
 /// The attribute every implementation of this crate's traits needs (they

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use heddle_core::v1;
+use heddle_core::{v1, wkt::Struct};
 
 /// Whose tasks a call may touch.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -191,7 +191,7 @@ pub trait TaskStore: Send + Sync + 'static {
 }
 
 /// A task whose runner stopped renewing its lease.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ExpiredLease {
     /// The task's scope (its agent and the caller that owns it).
     pub scope: Scope,
@@ -199,6 +199,23 @@ pub struct ExpiredLease {
     pub task_id: String,
     /// The replica that held the lease.
     pub replica: String,
+    /// What the run was asked with, when its replica recorded it.
+    pub run: Option<LeasedRun>,
+}
+
+/// What a run was asked with beside its message, kept with the run's lease
+/// so that a replica resuming the run (its own replica died) gives the
+/// agent the same request.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LeasedRun {
+    /// The request's send configuration.
+    pub configuration: Option<v1::SendMessageConfiguration>,
+    /// The request's metadata.
+    pub metadata: Option<Struct>,
+    /// The extension URIs the client activated.
+    pub extensions: Vec<String>,
+    /// The protocol version the caller spoke (`"1.0"`, `"0.3"`).
+    pub protocol_version: String,
 }
 
 /// A lease a replica still holds, as its renewal names it.
@@ -220,15 +237,17 @@ pub struct HeldLease {
 #[async_trait]
 pub trait LeaseStore: Send + Sync + 'static {
     /// Takes the lease on `task_id` in `scope` for `replica`, for `ttl_ms`
-    /// from now by the store's clock (every replica reads the same one).
-    /// Whether it was taken: `false` when another replica holds a lease on
-    /// the task that has not expired.
+    /// from now by the store's clock (every replica reads the same one),
+    /// recording `run` with it (`None` keeps what the lease already
+    /// records). Whether it was taken: `false` when another replica holds a
+    /// lease on the task that has not expired.
     async fn acquire_lease(
         &self,
         scope: &Scope,
         task_id: &str,
         replica: &str,
         ttl_ms: i64,
+        run: Option<&LeasedRun>,
     ) -> Result<bool, StoreError>;
 
     /// Extends every lease `replica` still holds to `ttl_ms` from now, and

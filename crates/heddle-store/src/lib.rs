@@ -60,9 +60,9 @@ mod sqlite_registry;
 
 pub use heddle_api::{
     Account, AgentRecord, Delivery, DeliveryOutcome, Entry, ExpiredLease, HeldLease, LeaseStore,
-    LedgerStore, ListPage, ListQuery, NewDelivery, NewReservation, PushConfigRecord, PushStore,
-    RegistryStore, Reservation, Reserved, Scope, Settlement, StoreError, TaskDeliveries, TaskStore,
-    valid_currency,
+    LeasedRun, LedgerStore, ListPage, ListQuery, NewDelivery, NewReservation, PushConfigRecord,
+    PushStore, RegistryStore, Reservation, Reserved, Scope, Settlement, StoreError, TaskDeliveries,
+    TaskStore, valid_currency,
 };
 pub use memory::{DEFAULT_MEMORY_MAX_BYTES, MemoryLimits, MemoryStore};
 pub use page::{PageToken, sort_key};

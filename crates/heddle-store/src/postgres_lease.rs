@@ -8,10 +8,12 @@
 //! which leases have expired.
 
 use async_trait::async_trait;
+use heddle_core::v1;
+use prost::Message as _;
 use sqlx::Row as _;
 
 use crate::postgres::db;
-use crate::{ExpiredLease, HeldLease, LeaseStore, PostgresStore, Scope, StoreError};
+use crate::{ExpiredLease, HeldLease, LeaseStore, LeasedRun, PostgresStore, Scope, StoreError};
 
 /// The database's clock, in Unix milliseconds (a macro, for `concat!`).
 macro_rules! now_ms {
@@ -28,14 +30,27 @@ impl LeaseStore for PostgresStore {
         task_id: &str,
         replica: &str,
         ttl_ms: i64,
+        run: Option<&LeasedRun>,
     ) -> Result<bool, StoreError> {
+        let request = run.map(|r| {
+            v1::SendMessageRequest {
+                configuration: r.configuration.clone(),
+                metadata: r.metadata.clone(),
+                ..Default::default()
+            }
+            .encode_to_vec()
+        });
         let done = sqlx::query(concat!(
-            "INSERT INTO task_leases (agent, task_id, owner, replica, expires_ms)
+            "INSERT INTO task_leases (agent, task_id, owner, replica, expires_ms,
+                run_request, run_extensions, run_version)
              VALUES ($1, $2, $5, $3, ",
             now_ms!(),
-            " + $4)
+            " + $4, $6, $7, $8)
              ON CONFLICT (agent, task_id) DO UPDATE SET owner = EXCLUDED.owner,
-                replica = EXCLUDED.replica, expires_ms = EXCLUDED.expires_ms
+                replica = EXCLUDED.replica, expires_ms = EXCLUDED.expires_ms,
+                run_request = COALESCE(EXCLUDED.run_request, task_leases.run_request),
+                run_extensions = COALESCE(EXCLUDED.run_extensions, task_leases.run_extensions),
+                run_version = COALESCE(EXCLUDED.run_version, task_leases.run_version)
              WHERE task_leases.replica = EXCLUDED.replica OR task_leases.expires_ms < ",
             now_ms!()
         ))
@@ -44,6 +59,9 @@ impl LeaseStore for PostgresStore {
         .bind(replica)
         .bind(ttl_ms)
         .bind(&scope.owner)
+        .bind(request)
+        .bind(run.map(|r| r.extensions.as_slice()))
+        .bind(run.map(|r| r.protocol_version.as_str()))
         .execute(&self.pool)
         .await
         .map_err(db)?;
@@ -108,7 +126,7 @@ impl LeaseStore for PostgresStore {
             now_ms!(),
             " AND agent = ANY($1)
                 ORDER BY expires_ms LIMIT $2 FOR UPDATE SKIP LOCKED)
-             RETURNING agent, owner, task_id, replica"
+             RETURNING agent, owner, task_id, replica, run_request, run_extensions, run_version"
         ))
         .bind(agents)
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
@@ -118,15 +136,43 @@ impl LeaseStore for PostgresStore {
         rows.iter()
             .map(|row| {
                 let bad = |e: sqlx::Error| StoreError::Corrupt("task lease".into(), e.to_string());
+                let task_id: String = row.try_get(2).map_err(bad)?;
+                let run = match row.try_get::<Option<Vec<u8>>, _>(4).map_err(bad)? {
+                    None => None,
+                    Some(request) => Some(leased_run(
+                        &task_id,
+                        &request,
+                        row.try_get::<Option<Vec<String>>, _>(5).map_err(bad)?,
+                        row.try_get::<Option<String>, _>(6).map_err(bad)?,
+                    )?),
+                };
                 Ok(ExpiredLease {
                     scope: Scope::new(
                         row.try_get::<String, _>(0).map_err(bad)?,
                         row.try_get::<String, _>(1).map_err(bad)?,
                     ),
-                    task_id: row.try_get(2).map_err(bad)?,
+                    task_id,
                     replica: row.try_get(3).map_err(bad)?,
+                    run,
                 })
             })
             .collect()
     }
+}
+
+/// A run's record as its lease row keeps it.
+fn leased_run(
+    task_id: &str,
+    request: &[u8],
+    extensions: Option<Vec<String>>,
+    version: Option<String>,
+) -> Result<LeasedRun, StoreError> {
+    let request = v1::SendMessageRequest::decode(request)
+        .map_err(|e| StoreError::Corrupt(format!("the lease of task {task_id}"), e.to_string()))?;
+    Ok(LeasedRun {
+        configuration: request.configuration,
+        metadata: request.metadata,
+        extensions: extensions.unwrap_or_default(),
+        protocol_version: version.unwrap_or_default(),
+    })
 }

@@ -599,7 +599,7 @@ async fn an_expired_lease_is_claimed_once_and_a_live_one_not_at_all() {
     for (task, replica) in [("t1", "r1"), ("t2", "r1"), ("t3", "r2")] {
         assert!(
             store
-                .acquire_lease(&scope, task, replica, -1_000)
+                .acquire_lease(&scope, task, replica, -1_000, None)
                 .await
                 .unwrap()
         );
@@ -620,13 +620,13 @@ async fn an_expired_lease_is_claimed_once_and_a_live_one_not_at_all() {
     // A live lease is not taken by another replica; its holder renews it.
     assert!(
         !store
-            .acquire_lease(&scope, "t3", "r1", 60_000)
+            .acquire_lease(&scope, "t3", "r1", 60_000, None)
             .await
             .unwrap()
     );
     assert!(
         store
-            .acquire_lease(&scope, "t3", "r2", 60_000)
+            .acquire_lease(&scope, "t3", "r2", 60_000, None)
             .await
             .unwrap()
     );
@@ -654,13 +654,13 @@ async fn an_expired_lease_is_claimed_once_and_a_live_one_not_at_all() {
     // next renewal does not name it (its run there must stop).
     assert!(
         store
-            .acquire_lease(&scope, "t4", "r1", -1_000)
+            .acquire_lease(&scope, "t4", "r1", -1_000, None)
             .await
             .unwrap()
     );
     assert!(
         store
-            .acquire_lease(&scope, "t4", "r2", 60_000)
+            .acquire_lease(&scope, "t4", "r2", 60_000, None)
             .await
             .unwrap()
     );
@@ -674,7 +674,7 @@ async fn an_expired_lease_is_claimed_once_and_a_live_one_not_at_all() {
     // no time left, are claimed at the others' next round.
     assert!(
         store
-            .acquire_lease(&scope, "t5", "r3", 60_000)
+            .acquire_lease(&scope, "t5", "r3", 60_000, None)
             .await
             .unwrap()
     );
@@ -689,4 +689,57 @@ async fn an_expired_lease_is_claimed_once_and_a_live_one_not_at_all() {
         .map(|l| l.task_id)
         .collect();
     assert_eq!(handed, ["t5"]);
+}
+
+/// What a run was asked with rides on its lease, and comes back to the
+/// replica that claims it; a later lease call with none keeps it.
+#[tokio::test]
+async fn a_leased_runs_request_comes_back_with_its_expired_lease() {
+    use heddle_store::{LeaseStore, LeasedRun};
+    let (_schema, store) =
+        store_or_skip!("a_leased_runs_request_comes_back_with_its_expired_lease");
+    let scope = Scope::new("a", "alice");
+    let mut metadata = heddle_core::wkt::Struct::default();
+    metadata.0.insert("reportName".into(), "q3".into());
+    let run = LeasedRun {
+        configuration: Some(heddle_core::v1::SendMessageConfiguration {
+            accepted_output_modes: vec!["text/plain".into()],
+            history_length: Some(2),
+            ..Default::default()
+        }),
+        metadata: Some(metadata),
+        extensions: vec!["https://example.com/ext/v1".into()],
+        protocol_version: "0.3".into(),
+    };
+    assert!(
+        store
+            .acquire_lease(&scope, "t1", "r1", 60_000, None)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .acquire_lease(&scope, "t1", "r1", -1_000, Some(&run))
+            .await
+            .unwrap()
+    );
+    // Leased again without a record (a continued task's first lease).
+    assert!(
+        store
+            .acquire_lease(&scope, "t1", "r1", -1_000, None)
+            .await
+            .unwrap()
+    );
+    let claimed = store.claim_expired(&["a".to_owned()], 10).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].run.as_ref(), Some(&run));
+    // A lease with no record comes back with none.
+    assert!(
+        store
+            .acquire_lease(&scope, "t2", "r1", -1_000, None)
+            .await
+            .unwrap()
+    );
+    let claimed = store.claim_expired(&["a".to_owned()], 10).await.unwrap();
+    assert_eq!(claimed[0].run, None);
 }

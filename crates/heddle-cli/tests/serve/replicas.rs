@@ -520,9 +520,10 @@ async fn stopping_replica_hands_its_streams_and_tasks_over(b: &mut Server, c: &S
 
 /// An agent that declares its runs resumable: A is killed with SIGKILL
 /// after the first chunk, and the replica that takes the task over runs
-/// the agent again from the task as it stands. B's subscriber sees the
-/// other two chunks and COMPLETED, one generation after another; the
-/// stored report has each chunk once.
+/// the agent again from the task as it stands, with the request's
+/// metadata (the report's name). B's subscriber sees the other two chunks
+/// and COMPLETED, one generation after another; the stored report has each
+/// chunk once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resumable_agents_task_is_resumed_by_another_replica() {
     let test = "a_resumable_agents_task_is_resumed_by_another_replica";
@@ -531,7 +532,17 @@ async fn a_resumable_agents_task_is_resumed_by_another_replica() {
         return;
     };
     let Three { a, b, .. } = &mut three;
-    let task = start_task(&a.url, "resume-1").await;
+    let sent = rpc(
+        &reqwest::Client::new(),
+        &a.url,
+        "writer-stream",
+        "SendMessage",
+        json!({"message": message("resume-1", "write"), "metadata": {"reportName": "q3"},
+            "configuration": {"returnImmediately": true}}),
+    )
+    .await
+    .expect("send");
+    let task = sent["task"]["id"].as_str().expect("task id").to_owned();
     let mut on_b = subscribe(&b.url, &task, None).await;
     let mut seen = until_first_chunk(&mut on_b).await;
     a.child.kill().expect("kill -9 A");
@@ -547,6 +558,15 @@ async fn a_resumable_agents_task_is_resumed_by_another_replica() {
         .filter(|s| s.result.get("artifactUpdate").is_some())
         .count();
     assert_eq!(chunks, 3, "each chunk once: {seen:?}");
+    let names: Vec<&str> = seen
+        .iter()
+        .filter_map(|s| s.result.pointer("/artifactUpdate/artifact/name"))
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        names, ["q3"; 3],
+        "the resumed run had the request's metadata"
+    );
     let got = rpc(
         &reqwest::Client::new(),
         &b.url,

@@ -72,7 +72,8 @@ impl AgentExecutor for Writer {
     }
 }
 
-/// Streams a three-chunk artifact, then COMPLETED.
+/// Streams a three-chunk artifact, then COMPLETED. The artifact is named
+/// by the request's metadata key `reportName` (a string), or `report`.
 #[derive(Clone, Copy, Debug)]
 pub struct WriterStream {
     /// Pause between chunks, so a terminal shows them arrive.
@@ -110,6 +111,13 @@ impl AgentExecutor for WriterStream {
             .and_then(|t| t.artifacts.iter().find(|a| a.artifact_id == id))
             .map_or(0, |a| a.parts.len());
         let note = if written > 0 { "Resuming." } else { "Writing." };
+        let name = ctx
+            .metadata
+            .as_ref()
+            .and_then(|m| m.0.get("reportName"))
+            .and_then(|v| v.as_str())
+            .unwrap_or("report")
+            .to_owned();
         events.working(Some(note)).await?;
         for (i, chunk) in WRITER_STREAM_CHUNKS.iter().enumerate().skip(written) {
             if ctx.cancel.is_cancelled() {
@@ -120,7 +128,7 @@ impl AgentExecutor for WriterStream {
             }
             let artifact = v1::Artifact {
                 artifact_id: id.clone(),
-                name: "report".into(),
+                name: name.clone(),
                 parts: vec![v1::Part::text(*chunk)],
                 ..Default::default()
             };

@@ -32,7 +32,7 @@ use async_trait::async_trait;
 use foldhash::HashMap;
 use futures::stream::BoxStream;
 use heddle_core::{A2aError, v1};
-use heddle_store::{LeaseStore, Scope};
+use heddle_store::{LeaseStore, LeasedRun, Scope};
 use tokio_util::sync::CancellationToken;
 
 use crate::{handler::RequestHandler, live::Event};
@@ -211,13 +211,20 @@ impl Cluster {
     /// Takes the lease on a task this replica starts running: `false` when
     /// another replica's lease on it is still live (it runs the task). A
     /// store that cannot be reached does not stop the run.
-    pub(crate) async fn acquire(&self, scope: &Scope, task_id: &str) -> bool {
+    /// `run` is recorded with the lease (`None` keeps what it records), for
+    /// a replica that resumes the run should this one die.
+    pub(crate) async fn acquire(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        run: Option<&LeasedRun>,
+    ) -> bool {
         let Some((store, times)) = &self.leases else {
             return true;
         };
         let asked = tokio::time::Instant::now();
         match store
-            .acquire_lease(scope, task_id, &self.replica, millis(times.ttl))
+            .acquire_lease(scope, task_id, &self.replica, millis(times.ttl), run)
             .await
         {
             Ok(true) => {
@@ -408,11 +415,9 @@ impl Cluster {
             };
             tracing::warn!(task = %lease.task_id, replica = %lease.replica,
                 "ending a task whose replica stopped renewing its lease");
-            if let Err(e) = handler
-                .take_over(&lease.scope, &lease.task_id, LOST_REPLICA)
-                .await
-            {
-                tracing::warn!(task = %lease.task_id, error = %e, "could not end a lost task");
+            let task_id = lease.task_id.clone();
+            if let Err(e) = handler.take_over(lease, LOST_REPLICA).await {
+                tracing::warn!(task = %task_id, error = %e, "could not end a lost task");
             }
         }
     }

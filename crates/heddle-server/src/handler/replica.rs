@@ -14,7 +14,7 @@ use heddle_core::{
     method::Method,
     v1::{self, stream_response::Payload},
 };
-use heddle_store::Scope;
+use heddle_store::{ExpiredLease, LeasedRun, Scope};
 
 use super::{
     CallContext, EventStream, RequestHandler,
@@ -89,11 +89,19 @@ impl RequestHandler {
         }
     }
 
-    /// Ends a task whose replica stopped renewing its lease: catches up
-    /// with the events that replica published after its last save, then,
-    /// unless the task already ended (or this replica runs it), fails it
-    /// with `reason`. Subscribers on every replica see that end.
-    pub async fn take_over(&self, scope: &Scope, id: &str, reason: &str) -> Result<(), A2aError> {
+    /// Ends a task whose replica stopped renewing its lease (`lease`, as
+    /// claimed): catches up with the events that replica published after
+    /// its last save, then, unless the task already ended (or this replica
+    /// runs it), resumes it if its agent can, or fails it with `reason`.
+    /// Subscribers on every replica see that end.
+    pub async fn take_over(&self, lease: ExpiredLease, reason: &str) -> Result<(), A2aError> {
+        let ExpiredLease {
+            scope,
+            task_id,
+            run,
+            ..
+        } = lease;
+        let (scope, id) = (&scope, task_id.as_str());
         let attached = self
             .inner
             .live
@@ -104,7 +112,7 @@ impl RequestHandler {
         if live.running.load(Ordering::Acquire) {
             // Ours after all (a renewal failed): keep running it.
             if let Some(cluster) = self.cluster() {
-                cluster.acquire(scope, id).await;
+                cluster.acquire(scope, id, run.as_ref()).await;
             }
             return Ok(());
         }
@@ -118,7 +126,7 @@ impl RequestHandler {
         // the replica, and a second run would go unaccounted.
         if self.inner.executor.resumable() && self.inner.gate.is_none() {
             drop(st);
-            match self.resume_run(live.clone()).await {
+            match self.resume_run(live.clone(), run).await {
                 Ok(()) => return Ok(()),
                 Err(e) => {
                     tracing::warn!(task = %id, error = %e.message, "could not resume a task; failing it");
@@ -186,9 +194,15 @@ impl RequestHandler {
     /// last user message, for its owner, with the delegation context that
     /// message carries (checked again: its deadline may have passed), in
     /// its turn under the agent's concurrency limit. What the first call
-    /// carried beside the message (request metadata, configuration, the
-    /// caller's protocol version) is not kept, so the run sees none.
-    async fn resume_run(&self, live: Arc<LiveTask>) -> Result<(), A2aError> {
+    /// carried beside the message (its configuration, metadata, activated
+    /// extensions and protocol version) comes from the lease (`run`), when
+    /// the dead replica recorded it. The run is not streamed to anyone
+    /// itself: subscribers follow it over the bus.
+    async fn resume_run(
+        &self,
+        live: Arc<LiveTask>,
+        run: Option<LeasedRun>,
+    ) -> Result<(), A2aError> {
         let task = live.state.lock().await.task.clone();
         let owner = &live.scope.owner;
         let caller = if owner.is_empty() {
@@ -208,6 +222,7 @@ impl RequestHandler {
             .cloned()
             .unwrap_or_default();
         let delegation = self.admit_delegation(&message, None)?;
+        let run = run.unwrap_or_default();
         let admission = match &self.inner.concurrency {
             None => None,
             Some(c) => Some(c.admit()?),
@@ -218,10 +233,11 @@ impl RequestHandler {
             message,
             task: Some(Box::new(task)),
             caller,
-            extensions: Vec::new(),
-            configuration: None,
-            metadata: None,
-            protocol_version: heddle_core::ProtocolVersion::V1_0,
+            extensions: run.extensions,
+            configuration: run.configuration.map(Box::new),
+            metadata: run.metadata,
+            protocol_version: heddle_core::ProtocolVersion::parse(&run.protocol_version)
+                .unwrap_or(heddle_core::ProtocolVersion::V1_0),
             cancel: live.cancel.clone(),
             streaming: false,
             agent: self.inner.agent_url.clone(),

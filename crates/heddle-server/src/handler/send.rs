@@ -378,7 +378,7 @@ impl RequestHandler {
         next.history.push(message.clone());
         // Another replica may be running it: only the lease holder may.
         if let Some(cluster) = &self.inner.cluster
-            && !cluster.acquire(&live.scope, &live.id).await
+            && !cluster.acquire(&live.scope, &live.id, None).await
         {
             return Err(A2aError::new(
                 ErrorCode::UnsupportedOperation,
@@ -417,8 +417,10 @@ impl RequestHandler {
         live.running.store(true, Ordering::Release);
         if let Some(cluster) = &self.inner.cluster {
             // A new task's id is new; a continued one was leased before
-            // its message was saved (`continue_task`).
-            cluster.acquire(&live.scope, &live.id).await;
+            // its message was saved (`continue_task`). The lease records
+            // the request, for a replica that resumes the run.
+            let run = cluster.leases_tasks().then(|| leased_run(&ctx));
+            cluster.acquire(&live.scope, &live.id, run.as_ref()).await;
         }
         let slot = match admission {
             None => None,
@@ -684,4 +686,14 @@ pub(super) fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
         .copied()
         .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("(no message)")
+}
+
+/// What a run is asked with beside its message, as its lease records it.
+fn leased_run(ctx: &RequestContext) -> heddle_store::LeasedRun {
+    heddle_store::LeasedRun {
+        configuration: ctx.configuration.as_deref().cloned(),
+        metadata: ctx.metadata.clone(),
+        extensions: ctx.extensions.clone(),
+        protocol_version: ctx.protocol_version.as_str().to_owned(),
+    }
 }
