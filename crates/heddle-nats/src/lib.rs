@@ -39,6 +39,10 @@ const GENERATION: &str = "Heddle-Generation";
 /// How long a cancel waits for the replica running the task.
 const CANCEL_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long the replica that stored a push config waits for the one running
+/// the task to take note of it (only a map insert there).
+const PUSH_NOTICE_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// Largest control request read (ids and a little JSON).
 const MAX_CONTROL: usize = 16 * 1024;
 
@@ -131,6 +135,13 @@ impl NatsBus {
     fn control_subject(&self, replica: &str) -> String {
         format!("{}.control.{}.cancel", self.prefix, token(replica))
     }
+
+    /// Where a replica hears of push configs made elsewhere for its tasks:
+    /// a subject of its own beside the cancels', so a replica that does not
+    /// know it has no responder (and cannot take it for a cancel).
+    fn push_subject(&self, replica: &str) -> String {
+        format!("{}.control.{}.push", self.prefix, token(replica))
+    }
 }
 
 fn generation_of(headers: Option<&HeaderMap>) -> Option<u64> {
@@ -148,9 +159,10 @@ fn decode_event(headers: Option<&HeaderMap>, payload: &[u8]) -> Result<Event, Bu
     })
 }
 
-/// A cancel request between replicas.
+/// The task a control request between replicas is about (a cancel, or a
+/// push config made for it), each on a subject of its own.
 #[derive(serde::Serialize, serde::Deserialize)]
-struct CancelRequest {
+struct TaskRequest {
     agent: String,
     owner: String,
     task: String,
@@ -250,10 +262,22 @@ impl EventBus for NatsBus {
             .subscribe(self.control_subject(replica))
             .await
             .map_err(|e| bus_err("subscribing to control requests", e))?;
+        let mut pushes = self
+            .client
+            .subscribe(self.push_subject(replica))
+            .await
+            .map_err(|e| bus_err("subscribing to control requests", e))?;
         loop {
             let request = tokio::select! {
                 () = stop.cancelled() => return Ok(()),
                 r = requests.next() => r,
+                p = pushes.next() => {
+                    let Some(told) = p else {
+                        return Err(BusError("the control subscription closed".into()));
+                    };
+                    self.answer_push(&*control, told).await;
+                    continue;
+                }
             };
             let Some(request) = request else {
                 return Err(BusError("the control subscription closed".into()));
@@ -280,7 +304,7 @@ impl EventBus for NatsBus {
         task_id: &str,
     ) -> Result<Option<Result<v1::Task, A2aError>>, BusError> {
         use async_nats::RequestErrorKind;
-        let body = serde_json::to_vec(&CancelRequest {
+        let body = serde_json::to_vec(&TaskRequest {
             agent: scope.agent.clone(),
             owner: scope.owner.clone(),
             task: task_id.to_owned(),
@@ -319,13 +343,60 @@ impl EventBus for NatsBus {
             }
         })
     }
+
+    async fn tell_push_config(
+        &self,
+        replica: &str,
+        scope: &Scope,
+        task_id: &str,
+    ) -> Result<bool, BusError> {
+        use async_nats::RequestErrorKind;
+        let body = serde_json::to_vec(&TaskRequest {
+            agent: scope.agent.clone(),
+            owner: scope.owner.clone(),
+            task: task_id.to_owned(),
+        })
+        .map_err(|e| bus_err("encoding a push config notice", e))?;
+        let asked = tokio::time::timeout(
+            PUSH_NOTICE_TIMEOUT,
+            self.client.request(self.push_subject(replica), body.into()),
+        )
+        .await;
+        match asked {
+            Err(_) => Err(BusError(
+                "the replica did not take note of a push config in time".into(),
+            )),
+            Ok(Err(e)) if matches!(e.kind(), RequestErrorKind::NoResponders) => Ok(false),
+            Ok(Err(e)) => Err(bus_err("telling a replica of a push config", e)),
+            Ok(Ok(_)) => Ok(true),
+        }
+    }
+}
+
+impl NatsBus {
+    /// Takes note of a push config another replica made, then says so.
+    async fn answer_push(&self, control: &dyn Control, told: async_nats::Message) {
+        if told.payload.len() > MAX_CONTROL {
+            return;
+        }
+        let Ok(request) = serde_json::from_slice::<TaskRequest>(&told.payload) else {
+            tracing::warn!("unreadable push config notice from another replica");
+            return;
+        };
+        control.push_config_made(&Scope::new(request.agent, request.owner), &request.task);
+        if let Some(reply) = told.reply
+            && let Err(e) = self.client.publish(reply, "{}".into()).await
+        {
+            tracing::warn!(error = %e, "could not answer a push config notice");
+        }
+    }
 }
 
 async fn answer_cancel(control: &dyn Control, payload: &[u8]) -> CancelAnswer {
     if payload.len() > MAX_CONTROL {
         return CancelAnswer::Error(A2aError::internal("control request too large").to_jsonrpc());
     }
-    let Ok(request) = serde_json::from_slice::<CancelRequest>(payload) else {
+    let Ok(request) = serde_json::from_slice::<TaskRequest>(payload) else {
         return CancelAnswer::Error(A2aError::internal("unreadable control request").to_jsonrpc());
     };
     match control

@@ -113,6 +113,11 @@ pub(crate) struct LiveTask {
     pub observer: Option<Arc<dyn Observer>>,
     /// The replicas this one shares events with, when there are others.
     pub cluster: Option<Arc<Cluster>>,
+    /// In a cluster: whether this replica knows the task's push configs
+    /// (see [`armed_push`](Self::armed_push)). A task made here knows them
+    /// (it has none but what this replica is told of); one loaded from the
+    /// store, or whose lease here was let go, reads them at its next event.
+    pub push_known: AtomicBool,
 }
 
 impl std::fmt::Debug for LiveTask {
@@ -169,6 +174,7 @@ impl LiveTask {
             push: tasks.push.clone(),
             observer: tasks.observer.clone(),
             cluster: tasks.cluster.clone(),
+            push_known: AtomicBool::new(!created),
         }
     }
 
@@ -230,13 +236,27 @@ impl LiveTask {
         Ok(())
     }
 
-    /// The notifier, when the task may have push configs. A replica knows
-    /// only the configs made on it, so one of several asks the store
-    /// (shared by all) at every event.
+    /// The notifier, when the task may have push configs.
+    ///
+    /// A single server makes every config itself. A replica of a cluster
+    /// reads the task's configs from the store (shared by all) at the first
+    /// event it applies after taking the task's lease (or without one:
+    /// ending a dead replica's task, canceling one nobody runs); a config
+    /// made on another replica while this one holds the lease is told to
+    /// it over the bus before the call that made it answers
+    /// (`Cluster::tell_push_config`). One of the two always happens: this
+    /// replica commits its lease before it reads, the other commits the
+    /// config before it looks for the lease's holder. Replicas that lease
+    /// nothing (a store that cannot be shared) cannot be told: they read
+    /// the configs at every event.
     fn armed_push(&self) -> Option<&PushNotifier> {
-        self.push
-            .as_ref()
-            .filter(|p| self.cluster.is_some() || p.is_armed(&self.scope, &self.id))
+        let push = self.push.as_ref()?;
+        let unknown = match &self.cluster {
+            None => false,
+            Some(cluster) if !cluster.leases_tasks() => true,
+            Some(_) => !self.push_known.swap(true, Ordering::AcqRel),
+        };
+        (unknown || push.is_armed(&self.scope, &self.id)).then_some(push)
     }
 
     /// To this server's subscribers.

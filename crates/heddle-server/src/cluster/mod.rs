@@ -80,6 +80,15 @@ pub trait EventBus: Send + Sync + 'static {
         scope: &Scope,
         task_id: &str,
     ) -> Result<Option<Result<v1::Task, A2aError>>, BusError>;
+
+    /// Tells `replica` that the task has a new push config, and waits for
+    /// it to take note. `false` when the replica is gone.
+    async fn tell_push_config(
+        &self,
+        replica: &str,
+        scope: &Scope,
+        task_id: &str,
+    ) -> Result<bool, BusError>;
 }
 
 /// What a replica does when another asks.
@@ -87,6 +96,10 @@ pub trait EventBus: Send + Sync + 'static {
 pub trait Control: Send + Sync + 'static {
     /// Cancels the task if this replica runs it; `None` if it does not.
     async fn cancel(&self, scope: Scope, task_id: String) -> Option<Result<v1::Task, A2aError>>;
+
+    /// Another replica made a push config for the task: its events here
+    /// are delivered to it from now on.
+    fn push_config_made(&self, scope: &Scope, task_id: &str);
 }
 
 /// How leases behave.
@@ -262,6 +275,20 @@ impl Cluster {
         }
     }
 
+    /// After a push config for the task was stored here: tells the replica
+    /// running the task, if another one does, so that its next events are
+    /// delivered to the config too (see `LiveTask::armed_push`). One gone
+    /// needs no telling: whoever ends or resumes the task reads the configs.
+    pub(crate) async fn tell_push_config(&self, scope: &Scope, task_id: &str) {
+        let Some(holder) = self.other_holder(scope, task_id).await else {
+            return;
+        };
+        if let Err(e) = self.bus.tell_push_config(&holder, scope, task_id).await {
+            tracing::warn!(task = %task_id, error = %e,
+                "could not tell the replica running a task of its new push config");
+        }
+    }
+
     /// The replica other than this one that holds the task's lease.
     pub(crate) async fn other_holder(&self, scope: &Scope, task_id: &str) -> Option<String> {
         let (store, _) = self.leases.as_ref()?;
@@ -429,6 +456,12 @@ impl Control for Cluster {
         self.handler(&scope.agent)?
             .cancel_here(&scope, &task_id)
             .await
+    }
+
+    fn push_config_made(&self, scope: &Scope, task_id: &str) {
+        if let Some(handler) = self.handler(&scope.agent) {
+            handler.push_config_made(scope, task_id);
+        }
     }
 }
 

@@ -5,6 +5,8 @@
 
 use heddle_core::{A2aError, ErrorCode, ProtocolVersion, v1};
 
+use heddle_store::Scope;
+
 use super::{CallContext, Reply, RequestHandler, store_err};
 use crate::push::{self, PushNotifier};
 
@@ -56,7 +58,17 @@ impl RequestHandler {
             .await
             .map_err(store_err)?;
         notifier.arm(&scope, task_id);
+        if let Some(cluster) = &self.inner.cluster {
+            cluster.tell_push_config(&scope, task_id).await;
+        }
         Ok(config)
+    }
+
+    /// Another replica stored a push config for a task this one may run.
+    pub(crate) fn push_config_made(&self, scope: &Scope, task_id: &str) {
+        if let Some(push) = &self.inner.push {
+            push.arm(scope, task_id);
+        }
     }
 
     /// Checks SendMessage's config (capability, URL) before the send changes anything.

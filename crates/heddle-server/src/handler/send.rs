@@ -618,6 +618,9 @@ impl RequestHandler {
         }
         if let Some(cluster) = &self.inner.cluster {
             cluster.release(&live.scope, &live.id).await;
+            // Configs made elsewhere from now on are not told to this
+            // replica: the next event here reads them again.
+            live.push_known.store(false, Ordering::Release);
         }
         self.inner.live.release(&live.id);
     }

@@ -286,12 +286,14 @@ impl PushNotifier {
                 return Vec::new();
             }
         };
+        if configs.is_empty() {
+            return Vec::new();
+        }
+        // Found here (a replica reading the configs another one made): the
+        // task's next events are delivered too.
+        self.arm(scope, &task.id);
         let mut items = Vec::with_capacity(configs.len());
-        let (traceparent, tracestate) = if configs.is_empty() {
-            (String::new(), String::new())
-        } else {
-            crate::trace::current_context()
-        };
+        let (traceparent, tracestate) = crate::trace::current_context();
         for target in configs {
             let (content_type, body) = if target.version == ProtocolVersion::V0_3.as_str() {
                 (
