@@ -10,7 +10,7 @@
 #
 # Four setups, each round in turn: one replica on PostgreSQL alone (no bus), one replica
 # with --events (every event published to JetStream, tasks leased), the same with push off
-# (push on, a leased task's configs are read once per lease), three
+# (with push on, a replica reads a leased task's push configs once per lease), three
 # replicas with --events. On a 2-core machine three replicas and their load share the same two cores as
 # one replica does, so the figure shows the cost of being a cluster, not its scaling. One
 # schema serves every cell, so later cells run on a slightly larger tasks table.

@@ -172,8 +172,9 @@ pub trait AgentExecutor: Send + Sync + 'static {
     /// `ctx.message`, with the first call's configuration, metadata,
     /// extensions and protocol version (`ctx.streaming` is false: whoever
     /// follows the task does so over the other replicas' streams); the run
-    /// carries on from there without redoing what the task already shows. The default, `false`, ends such a task
-    /// FAILED, saying its replica stopped.
+    /// carries on from there without redoing what the task already shows.
+    /// The default, `false`, ends such a task FAILED, saying its replica
+    /// stopped.
     fn resumable(&self) -> bool {
         false
     }

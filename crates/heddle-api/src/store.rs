@@ -271,10 +271,12 @@ pub trait LeaseStore: Send + Sync + 'static {
     ) -> Result<(), StoreError>;
 
     /// Removes and returns at most `limit` leases of `agents` that have
-    /// expired. Two replicas claiming at once never get the same lease.
+    /// expired, held by replicas other than `claimant` (its own it renews).
+    /// Two replicas claiming at once never get the same lease.
     async fn claim_expired(
         &self,
         agents: &[String],
+        claimant: &str,
         limit: usize,
     ) -> Result<Vec<ExpiredLease>, StoreError>;
 }

@@ -18,6 +18,7 @@ use heddle_api::TaskSink;
 pub use heddle_api::{EventError, TaskEvents};
 
 use crate::{
+    cluster::Fence,
     lifecycle::check_transition,
     live::{LiveState, LiveTask},
     observe::TaskStateEvent,
@@ -39,7 +40,7 @@ impl TaskSink for LiveTask {
         state: v1::TaskState,
         message: Option<v1::Message>,
     ) -> Result<(), EventError> {
-        self.fence().await;
+        self.fence().await?;
         let mut st = self.state.lock().await;
         self.apply_status(&mut st, context_id, state, message).await
     }
@@ -51,7 +52,7 @@ impl TaskSink for LiveTask {
         append: bool,
         last_chunk: bool,
     ) -> Result<(), EventError> {
-        self.fence().await;
+        self.fence().await?;
         let mut st = self.state.lock().await;
         ensure_open(&st)?;
         self.create_if_needed(&mut st).await?;
@@ -73,7 +74,7 @@ impl TaskSink for LiveTask {
     }
 
     async fn reply(&self, context_id: &str, mut message: v1::Message) -> Result<(), EventError> {
-        self.fence().await;
+        self.fence().await?;
         let mut st = self.state.lock().await;
         ensure_open(&st)?;
         if st.created {
@@ -99,7 +100,7 @@ impl TaskSink for LiveTask {
     }
 
     async fn task_metadata(&self, fields: Struct) -> Result<(), EventError> {
-        self.fence().await;
+        self.fence().await?;
         let mut st = self.state.lock().await;
         ensure_open(&st)?;
         self.create_if_needed(&mut st).await?;
@@ -113,7 +114,7 @@ impl TaskSink for LiveTask {
     }
 
     async fn add_child(&self, child: heddle_api::delegation::Hop) -> Result<(), EventError> {
-        self.fence().await;
+        self.fence().await?;
         let mut st = self.state.lock().await;
         ensure_open(&st)?;
         self.create_if_needed(&mut st).await?;
@@ -139,9 +140,12 @@ impl LiveTask {
     /// task's lease (see [`Cluster::fence`](crate::cluster::Cluster)):
     /// before the agent's event takes the task's lock, so a replica woken
     /// from a pause publishes nothing of a task it lost.
-    async fn fence(&self) {
-        if let Some(cluster) = &self.cluster {
-            cluster.fence(&self.scope, &self.id).await;
+    async fn fence(&self) -> Result<(), EventError> {
+        match &self.cluster {
+            Some(cluster) if cluster.fence(&self.scope, &self.id).await == Fence::Lost => {
+                Err(EventError::LeaseLost)
+            }
+            _ => Ok(()),
         }
     }
 

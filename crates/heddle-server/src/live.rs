@@ -198,7 +198,8 @@ impl LiveTask {
         let event = Arc::new(Event::new(generation, update()));
         self.broadcast(&event);
         if let Some(push) = push {
-            push.enqueue(&self.scope, task, &event.response).await;
+            let items = self.deliveries(push, task, &event.response).await;
+            push.enqueue(&self.scope, task, items).await;
         }
         self.share(&event).await;
     }
@@ -226,7 +227,7 @@ impl LiveTask {
             return Ok(());
         };
         let event = Arc::new(Event::new(generation, update()));
-        let items = push.deliveries(&self.scope, task, &event.response).await;
+        let items = self.deliveries(push, task, &event.response).await;
         self.store
             .save_with_deliveries(&self.scope, task, generation, items, push.store())
             .await?;
@@ -259,7 +260,25 @@ impl LiveTask {
         (unknown || push.is_armed(&self.scope, &self.id)).then_some(push)
     }
 
-    /// To this server's subscribers.
+    /// The event's deliveries; a failed read of the configs is tried again
+    /// at the next event.
+    async fn deliveries(
+        &self,
+        push: &PushNotifier,
+        task: &v1::Task,
+        event: &v1::StreamResponse,
+    ) -> Vec<heddle_store::NewDelivery> {
+        push.deliveries(&self.scope, task, event)
+            .await
+            .unwrap_or_else(|| {
+                self.push_known.store(false, Ordering::Release);
+                Vec::new()
+            })
+    }
+
+    /// To this server's subscribers. A status update with no generation is
+    /// not a task event but this replica's last word on a task it lost
+    /// (`RequestHandler::lose`): it ends every stream that gets it.
     pub(crate) fn broadcast(&self, event: &Update) {
         if let Some(tx) = self.tx.get()
             && tx.receiver_count() > 0
@@ -428,6 +447,15 @@ impl LiveTasks {
     /// The live task with `id` in `scope`, without attaching.
     pub fn get(&self, scope: &Scope, id: &str) -> Option<Arc<LiveTask>> {
         self.lock().get(id).filter(|l| l.scope == *scope).cloned()
+    }
+
+    /// Drops `live` from the registry whatever holds it: a task this
+    /// replica lost to another is loaded afresh by whoever attaches next.
+    pub fn evict(&self, live: &Arc<LiveTask>) {
+        let mut map = self.lock();
+        if map.get(&live.id).is_some_and(|l| Arc::ptr_eq(l, live)) {
+            map.remove(&live.id);
+        }
     }
 
     /// Drops the task from the registry when nothing needs it live any more:

@@ -118,61 +118,82 @@ impl LeaseStore for PostgresStore {
     async fn claim_expired(
         &self,
         agents: &[String],
+        claimant: &str,
         limit: usize,
     ) -> Result<Vec<ExpiredLease>, StoreError> {
         let rows = sqlx::query(concat!(
             "DELETE FROM task_leases WHERE (agent, task_id) IN (
                 SELECT agent, task_id FROM task_leases WHERE expires_ms < ",
             now_ms!(),
-            " AND agent = ANY($1)
+            " AND agent = ANY($1) AND replica <> $3
                 ORDER BY expires_ms LIMIT $2 FOR UPDATE SKIP LOCKED)
              RETURNING agent, owner, task_id, replica, run_request, run_extensions, run_version"
         ))
         .bind(agents)
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .bind(claimant)
         .fetch_all(&self.pool)
         .await
         .map_err(db)?;
-        rows.iter()
-            .map(|row| {
-                let bad = |e: sqlx::Error| StoreError::Corrupt("task lease".into(), e.to_string());
-                let task_id: String = row.try_get(2).map_err(bad)?;
-                let run = match row.try_get::<Option<Vec<u8>>, _>(4).map_err(bad)? {
-                    None => None,
-                    Some(request) => Some(leased_run(
-                        &task_id,
-                        &request,
-                        row.try_get::<Option<Vec<String>>, _>(5).map_err(bad)?,
-                        row.try_get::<Option<String>, _>(6).map_err(bad)?,
-                    )?),
-                };
-                Ok(ExpiredLease {
-                    scope: Scope::new(
-                        row.try_get::<String, _>(0).map_err(bad)?,
-                        row.try_get::<String, _>(1).map_err(bad)?,
-                    ),
-                    task_id,
-                    replica: row.try_get(3).map_err(bad)?,
-                    run,
-                })
-            })
-            .collect()
+        // The rows are gone already: one that cannot be read must not take
+        // the others' tasks with it.
+        Ok(rows.iter().filter_map(expired_lease).collect())
     }
 }
 
-/// A run's record as its lease row keeps it.
-fn leased_run(
-    task_id: &str,
-    request: &[u8],
-    extensions: Option<Vec<String>>,
-    version: Option<String>,
-) -> Result<LeasedRun, StoreError> {
-    let request = v1::SendMessageRequest::decode(request)
-        .map_err(|e| StoreError::Corrupt(format!("the lease of task {task_id}"), e.to_string()))?;
-    Ok(LeasedRun {
+/// One claimed lease row; `None` (logged) when it cannot be read. A run
+/// record that cannot be read is left out: the task is then resumed without
+/// it, or failed.
+fn expired_lease(row: &sqlx::postgres::PgRow) -> Option<ExpiredLease> {
+    let read = || -> Result<(String, String, String, String), sqlx::Error> {
+        Ok((
+            row.try_get(0)?,
+            row.try_get(1)?,
+            row.try_get(2)?,
+            row.try_get(3)?,
+        ))
+    };
+    let (agent, owner, task_id, replica) = match read() {
+        Ok(fields) => fields,
+        Err(e) => {
+            tracing::error!(error = %e, "an expired task lease could not be read; its task is not ended");
+            return None;
+        }
+    };
+    let run = match leased_run(row) {
+        Ok(run) => run,
+        Err(e) => {
+            tracing::warn!(task = %task_id, error = %e, "a task lease's run record could not be read");
+            None
+        }
+    };
+    Some(ExpiredLease {
+        scope: Scope::new(agent, owner),
+        task_id,
+        replica,
+        run,
+    })
+}
+
+/// The run record of a claimed lease row, if it has one.
+fn leased_run(row: &sqlx::postgres::PgRow) -> Result<Option<LeasedRun>, String> {
+    let Some(request) = row
+        .try_get::<Option<Vec<u8>>, _>(4)
+        .map_err(|e| e.to_string())?
+    else {
+        return Ok(None);
+    };
+    let request = v1::SendMessageRequest::decode(request.as_slice()).map_err(|e| e.to_string())?;
+    Ok(Some(LeasedRun {
         configuration: request.configuration,
         metadata: request.metadata,
-        extensions: extensions.unwrap_or_default(),
-        protocol_version: version.unwrap_or_default(),
-    })
+        extensions: row
+            .try_get::<Option<Vec<String>>, _>(5)
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default(),
+        protocol_version: row
+            .try_get::<Option<String>, _>(6)
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default(),
+    }))
 }

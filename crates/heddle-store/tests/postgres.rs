@@ -632,14 +632,14 @@ async fn an_expired_lease_is_claimed_once_and_a_live_one_not_at_all() {
     );
     // Only the agents asked for are claimed.
     let none = store
-        .claim_expired(&["other".to_owned()], 10)
+        .claim_expired(&["other".to_owned()], "r9", 10)
         .await
         .unwrap();
     assert!(none.is_empty());
     // Two replicas claim at once: together they get r1's two, once each.
     let (x, y) = tokio::join!(
-        store.claim_expired(&agents, 10),
-        other.claim_expired(&agents, 10)
+        store.claim_expired(&agents, "r9", 10),
+        other.claim_expired(&agents, "r8", 10)
     );
     let mut claimed: Vec<_> = x.unwrap().into_iter().chain(y.unwrap()).collect();
     claimed.sort_by(|a, b| a.task_id.cmp(&b.task_id));
@@ -649,7 +649,13 @@ async fn an_expired_lease_is_claimed_once_and_a_live_one_not_at_all() {
         .collect();
     assert_eq!(ids, [("t1", "r1"), ("t2", "r1")]);
     assert!(claimed.iter().all(|l| l.scope == scope));
-    assert!(store.claim_expired(&agents, 10).await.unwrap().is_empty());
+    assert!(
+        store
+            .claim_expired(&agents, "r9", 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     // An expired lease is taken over by another replica; the first one's
     // next renewal does not name it (its run there must stop).
     assert!(
@@ -678,17 +684,41 @@ async fn an_expired_lease_is_claimed_once_and_a_live_one_not_at_all() {
             .await
             .unwrap()
     );
-    assert!(store.claim_expired(&agents, 10).await.unwrap().is_empty());
+    assert!(
+        store
+            .claim_expired(&agents, "r9", 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(store.renew_leases("r3", 0).await.unwrap().len(), 1);
     tokio::time::sleep(Duration::from_millis(5)).await;
     let handed: Vec<_> = store
-        .claim_expired(&agents, 10)
+        .claim_expired(&agents, "r9", 10)
         .await
         .unwrap()
         .into_iter()
         .map(|l| l.task_id)
         .collect();
     assert_eq!(handed, ["t5"]);
+    // A replica does not claim its own expired lease (its renewal extends
+    // it); another one does.
+    assert!(
+        store
+            .acquire_lease(&scope, "t6", "r9", -1_000, None)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .claim_expired(&agents, "r9", 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let claimed = store.claim_expired(&agents, "r1", 10).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].task_id, "t6");
 }
 
 /// What a run was asked with rides on its lease, and comes back to the
@@ -730,7 +760,10 @@ async fn a_leased_runs_request_comes_back_with_its_expired_lease() {
             .await
             .unwrap()
     );
-    let claimed = store.claim_expired(&["a".to_owned()], 10).await.unwrap();
+    let claimed = store
+        .claim_expired(&["a".to_owned()], "r9", 10)
+        .await
+        .unwrap();
     assert_eq!(claimed.len(), 1);
     assert_eq!(claimed[0].run.as_ref(), Some(&run));
     // A lease with no record comes back with none.
@@ -740,6 +773,30 @@ async fn a_leased_runs_request_comes_back_with_its_expired_lease() {
             .await
             .unwrap()
     );
-    let claimed = store.claim_expired(&["a".to_owned()], 10).await.unwrap();
+    let claimed = store
+        .claim_expired(&["a".to_owned()], "r9", 10)
+        .await
+        .unwrap();
     assert_eq!(claimed[0].run, None);
+    // A record that cannot be read loses only itself: the lease comes back.
+    for task in ["t3", "t4"] {
+        assert!(
+            store
+                .acquire_lease(&scope, task, "r1", -1_000, Some(&run))
+                .await
+                .unwrap()
+        );
+    }
+    sqlx::query("UPDATE task_leases SET run_request = '\\xff'::bytea WHERE task_id = 't3'")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    let mut claimed = store
+        .claim_expired(&["a".to_owned()], "r9", 10)
+        .await
+        .unwrap();
+    claimed.sort_by(|a, b| a.task_id.cmp(&b.task_id));
+    assert_eq!(claimed.len(), 2);
+    assert_eq!(claimed[0].run, None);
+    assert_eq!(claimed[1].run.as_ref(), Some(&run));
 }

@@ -15,8 +15,11 @@
 //!   so no task stays WORKING forever and every subscriber sees the end.
 //!
 //!   A replica that was paused (or cut off) past its leases' time learns at
-//!   its next renewal which it lost, and stops those runs before they write
-//!   or publish anything more ([`held`]).
+//!   its next renewal which it lost, and refuses those runs' events from
+//!   then on and stops the runs ([`held`]).
+//! * The bus also tells the replica running a task of a push config made
+//!   for it on another one, so that replica need not read the task's
+//!   configs at every event.
 //!
 //! `heddle-nats` implements the bus on NATS JetStream; the PostgreSQL store
 //! keeps generations and leases.
@@ -36,6 +39,7 @@ use heddle_store::{LeaseStore, LeasedRun, Scope};
 use tokio_util::sync::CancellationToken;
 
 use crate::{handler::RequestHandler, live::Event};
+pub(crate) use held::Fence;
 use held::HeldLeases;
 
 /// A bus failure (the bus is down, or said something unreadable).
@@ -266,12 +270,16 @@ impl Cluster {
 
     /// Returns once an event of a run here may go out: at once while the
     /// run's lease was renewed recently; after a pause past the lease's
-    /// time, once a renewal said whether it is still held. A lost one has
-    /// had its run stopped by then ([`RequestHandler::lose`]), which the
-    /// event then finds on its task.
-    pub(crate) async fn fence(&self, scope: &Scope, task_id: &str) {
-        if self.leases.is_some() && !self.held.is_sure(&scope.agent, task_id) {
-            self.held.fence(&scope.agent, task_id).await;
+    /// time, once a renewal said whether it is still held. [`Fence::Lost`]
+    /// when another replica took the task over: the event must be refused
+    /// (the run is being stopped, [`RequestHandler::lose`]).
+    pub(crate) async fn fence(&self, scope: &Scope, task_id: &str) -> Fence {
+        if self.leases.is_none() {
+            return Fence::Open;
+        }
+        match self.held.now(&scope.agent, task_id) {
+            Some(fence) => fence,
+            None => self.held.fence(&scope.agent, task_id).await,
         }
     }
 
@@ -279,13 +287,27 @@ impl Cluster {
     /// running the task, if another one does, so that its next events are
     /// delivered to the config too (see `LiveTask::armed_push`). One gone
     /// needs no telling: whoever ends or resumes the task reads the configs.
-    pub(crate) async fn tell_push_config(&self, scope: &Scope, task_id: &str) {
+    /// One that could not be told is an error for the caller, who may set
+    /// the config again (the config is stored; the running replica would
+    /// not deliver to it until its next lease).
+    pub(crate) async fn tell_push_config(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+    ) -> Result<(), A2aError> {
         let Some(holder) = self.other_holder(scope, task_id).await else {
-            return;
+            return Ok(());
         };
-        if let Err(e) = self.bus.tell_push_config(&holder, scope, task_id).await {
-            tracing::warn!(task = %task_id, error = %e,
-                "could not tell the replica running a task of its new push config");
+        match self.bus.tell_push_config(&holder, scope, task_id).await {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                tracing::warn!(task = %task_id, error = %e,
+                    "could not tell the replica running a task of its new push config");
+                Err(A2aError::internal(
+                    "the push config is stored, but the server replica running the task did not \
+                     take note of it; set it again",
+                ))
+            }
         }
     }
 
@@ -312,7 +334,7 @@ impl Cluster {
                 .serve_control(&me.replica, control, me.stop.clone())
                 .await
             {
-                tracing::error!(error = %e, "the control subscription ended; cancels from other replicas will not arrive");
+                tracing::error!(error = %e, "the control subscription ended; cancels and push config notices from other replicas will not arrive");
             }
         });
         if let Some((store, times)) = self.leases.clone() {
@@ -374,7 +396,7 @@ impl Cluster {
     }
 
     async fn renew_loop(&self, store: Arc<dyn LeaseStore>, times: LeaseTimes) {
-        let mut tick = tokio::time::interval(times.ttl / 3);
+        let mut tick = tokio::time::interval((times.ttl / 3).max(Duration::from_millis(1)));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
@@ -386,25 +408,29 @@ impl Cluster {
         }
     }
 
-    /// One renewal of every lease this replica holds. The runs whose
-    /// leases it no longer names are stopped before the events waiting at
-    /// the [`fence`](Self::fence) are let go.
+    /// One renewal of every lease this replica holds. The leases it no
+    /// longer names are marked lost before the events waiting at the
+    /// [`fence`](Self::fence) are let go (they are refused), then their
+    /// runs are stopped.
     async fn renew(&self, store: &dyn LeaseStore, ttl: Duration) {
         let asked = tokio::time::Instant::now();
-        match store.renew_leases(&self.replica, millis(ttl)).await {
-            Ok(kept) => {
-                for (scope, task_id) in self.held.renewed(asked, ttl, kept) {
-                    tracing::warn!(task = %task_id,
-                        "another replica took over a task this one runs (its lease ran out while this \
-                         replica was paused or cut off); stopping its run here");
-                    if let Some(handler) = self.handler(&scope.agent) {
-                        handler.lose(&scope, &task_id).await;
-                    }
-                }
+        let lost = match store.renew_leases(&self.replica, millis(ttl)).await {
+            Ok(kept) => self.held.renewed(asked, ttl, kept),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not renew this replica's task leases");
+                Vec::new()
             }
-            Err(e) => tracing::warn!(error = %e, "could not renew this replica's task leases"),
-        }
+        };
         self.held.signal();
+        for (scope, task_id) in lost {
+            tracing::warn!(task = %task_id,
+                "another replica took over a task this one runs (its lease ran out while this \
+                 replica was paused or cut off); stopping its run here");
+            if let Some(handler) = self.handler(&scope.agent) {
+                handler.lose(&scope, &task_id).await;
+            }
+            self.held.forget(&scope.agent, &task_id);
+        }
     }
 
     async fn reap_loop(&self, times: LeaseTimes) {
@@ -427,7 +453,7 @@ impl Cluster {
         // Only the agents hosted here: another replica's agent's tasks are
         // left for a replica that hosts it.
         let agents: Vec<String> = self.lock().keys().cloned().collect();
-        let expired = match store.claim_expired(&agents, 100).await {
+        let expired = match store.claim_expired(&agents, &self.replica, 100).await {
             Ok(expired) => expired,
             Err(e) => {
                 tracing::warn!(error = %e, "could not look for expired task leases");

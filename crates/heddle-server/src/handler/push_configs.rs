@@ -59,14 +59,22 @@ impl RequestHandler {
             .map_err(store_err)?;
         notifier.arm(&scope, task_id);
         if let Some(cluster) = &self.inner.cluster {
-            cluster.tell_push_config(&scope, task_id).await;
+            cluster.tell_push_config(&scope, task_id).await?;
         }
         Ok(config)
     }
 
-    /// Another replica stored a push config for a task this one may run.
+    /// Another replica stored a push config for a task: its events are
+    /// delivered to it from now on, if this replica runs it (one that does
+    /// not reads the configs when it next does).
     pub(crate) fn push_config_made(&self, scope: &Scope, task_id: &str) {
-        if let Some(push) = &self.inner.push {
+        if let Some(push) = &self.inner.push
+            && self
+                .inner
+                .live
+                .get(scope, task_id)
+                .is_some_and(|l| l.running.load(std::sync::atomic::Ordering::Acquire))
+        {
             push.arm(scope, task_id);
         }
     }

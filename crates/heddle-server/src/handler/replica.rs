@@ -174,7 +174,9 @@ impl RequestHandler {
             live.settled.notify_waiters();
             live.broadcast(&lost_marker(&st.task));
         }
-        self.inner.live.release(id);
+        // Whoever attaches next (a client subscribing again here) gets the
+        // task afresh from the store, not this stopped copy.
+        self.inner.live.evict(&live);
     }
 
     /// Aborts every run of this agent on its own task here: for a replica

@@ -19,6 +19,7 @@ use super::{
     read::with_history,
     store_err,
 };
+use crate::cluster::Fence;
 use crate::limit::RunningSlot;
 use crate::{
     agent::RequestContext,
@@ -569,11 +570,17 @@ impl RequestHandler {
         error: Option<String>,
         pass: Option<Box<dyn Pass>>,
     ) {
+        // A run that ends just as this replica wakes from a pause past its
+        // lease must not end a task another replica has taken over.
+        let lost = match &self.inner.cluster {
+            Some(cluster) => cluster.fence(&live.scope, &live.id).await == Fence::Lost,
+            None => false,
+        };
         {
             let mut st = live.state.lock().await;
             st.abort = None;
             // A task lost to another replica is that one's to finish.
-            if !st.replied && !st.lost {
+            if !st.replied && !st.lost && !lost {
                 let state = if st.created {
                     current_state(&st)
                 } else {

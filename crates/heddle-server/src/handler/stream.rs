@@ -134,7 +134,7 @@ impl RequestHandler {
                         Some(Ok(u)) if u.generation == 0 && is_status(&u.response) => {
                             let t = &live.id;
                             let context = context_of(&u.response);
-                            let status = guard.status.clone();
+                            let status = guard.status.clone().or_else(|| status_of(&u.response));
                             let last =
                                 resubscribe_event(t, context, status, guard.sent, LOST_REASON);
                             return Some((last, (None, None, true, live, guard)));
@@ -232,6 +232,13 @@ pub(super) const LOST_REASON: &str = "another server replica took this task over
 
 fn is_status(update: &v1::StreamResponse) -> bool {
     matches!(update.payload, Some(Payload::StatusUpdate(_)))
+}
+
+fn status_of(update: &v1::StreamResponse) -> Option<v1::TaskStatus> {
+    match &update.payload {
+        Some(Payload::StatusUpdate(u)) => u.status.clone(),
+        _ => None,
+    }
 }
 
 fn context_of(update: &v1::StreamResponse) -> &str {

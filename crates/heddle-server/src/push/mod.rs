@@ -272,22 +272,23 @@ impl PushNotifier {
     }
 
     /// One delivery of `event` per config of the task, not yet recorded.
-    /// `task` is the task as it stands after the event.
+    /// `task` is the task as it stands after the event. `None` when the
+    /// configs could not be read (logged).
     pub(crate) async fn deliveries(
         &self,
         scope: &Scope,
         task: &v1::Task,
         event: &v1::StreamResponse,
-    ) -> Vec<NewDelivery> {
+    ) -> Option<Vec<NewDelivery>> {
         let configs = match self.inner.store.list_push_configs(scope, &task.id).await {
             Ok(c) => c,
             Err(e) => {
                 tracing::error!(task = %task.id, error = %e, "push: cannot read the task's configs");
-                return Vec::new();
+                return None;
             }
         };
         if configs.is_empty() {
-            return Vec::new();
+            return Some(Vec::new());
         }
         // Found here (a replica reading the configs another one made): the
         // task's next events are delivered too.
@@ -319,7 +320,7 @@ impl PushNotifier {
                 }
             }
         }
-        items
+        Some(items)
     }
 
     /// After deliveries were recorded: wakes the worker, and stops watching a
@@ -337,10 +338,10 @@ impl PushNotifier {
         self.inner.wake.notify_one();
     }
 
-    /// Records one delivery of `event` per config of the task, then wakes the
-    /// worker (for events that change no status: artifacts, creation).
-    pub(crate) async fn enqueue(&self, scope: &Scope, task: &v1::Task, event: &v1::StreamResponse) {
-        let items = self.deliveries(scope, task, event).await;
+    /// Records `items` (an event's [`deliveries`](Self::deliveries)), then
+    /// wakes the worker (for events that change no status: artifacts,
+    /// creation).
+    pub(crate) async fn enqueue(&self, scope: &Scope, task: &v1::Task, items: Vec<NewDelivery>) {
         if items.is_empty() {
             return;
         }
