@@ -260,6 +260,20 @@ impl LiveTask {
         (unknown || push.is_armed(&self.scope, &self.id)).then_some(push)
     }
 
+    /// This replica let go of the task's lease (its run ended or was
+    /// stopped): configs made elsewhere from now on are not told to it, so
+    /// its next event here reads them again, and until then it keeps no
+    /// note of the task's configs (a replica of many would otherwise keep
+    /// one for every task it ever ran).
+    pub(crate) fn lease_let_go(&self) {
+        self.push_known.store(false, Ordering::Release);
+        if let (Some(push), Some(cluster)) = (&self.push, &self.cluster)
+            && cluster.leases_tasks()
+        {
+            push.disarm(&self.scope, &self.id);
+        }
+    }
+
     /// The event's deliveries; a failed read of the configs is tried again
     /// at the next event.
     async fn deliveries(

@@ -121,7 +121,7 @@ impl RequestHandler {
             live.running.store(false, Ordering::Release);
             if let Some(cluster) = &self.inner.cluster {
                 cluster.release(&live.scope, &live.id).await;
-                live.push_known.store(false, Ordering::Release);
+                live.lease_let_go();
             }
         }
         if current_state(&st) == v1::TaskState::Canceled {

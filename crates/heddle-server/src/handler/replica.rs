@@ -167,7 +167,7 @@ impl RequestHandler {
                 run.abort();
             }
             live.running.store(false, Ordering::Release);
-            live.push_known.store(false, Ordering::Release);
+            live.lease_let_go();
             // A run still in its first, inline part stops at its next event.
             live.cancel.cancel();
             st.settled_gen = st.settled_gen.saturating_add(1);

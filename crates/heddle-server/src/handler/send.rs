@@ -625,9 +625,7 @@ impl RequestHandler {
         }
         if let Some(cluster) = &self.inner.cluster {
             cluster.release(&live.scope, &live.id).await;
-            // Configs made elsewhere from now on are not told to this
-            // replica: the next event here reads them again.
-            live.push_known.store(false, Ordering::Release);
+            live.lease_let_go();
         }
         self.inner.live.release(&live.id);
     }

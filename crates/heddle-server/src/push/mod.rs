@@ -265,6 +265,14 @@ impl PushNotifier {
         self.inner.armed_len.store(armed.len(), Ordering::Release);
     }
 
+    /// Forgets that a task has configs (a replica of a cluster that let go
+    /// of its lease reads them again when it next runs it).
+    pub(crate) fn disarm(&self, scope: &Scope, task_id: &str) {
+        let mut armed = self.armed();
+        armed.remove(&key(scope, task_id));
+        self.inner.armed_len.store(armed.len(), Ordering::Release);
+    }
+
     /// Whether the task may have configs.
     pub(crate) fn is_armed(&self, scope: &Scope, task_id: &str) -> bool {
         self.inner.armed_len.load(Ordering::Acquire) > 0
