@@ -142,6 +142,23 @@ impl NatsBus {
     fn push_subject(&self, replica: &str) -> String {
         format!("{}.control.{}.push", self.prefix, token(replica))
     }
+
+    /// Takes note of a push config another replica made, then says so.
+    async fn answer_push(&self, control: &dyn Control, told: async_nats::Message) {
+        if told.payload.len() > MAX_CONTROL {
+            return;
+        }
+        let Ok(request) = serde_json::from_slice::<TaskRequest>(&told.payload) else {
+            tracing::warn!("unreadable push config notice from another replica");
+            return;
+        };
+        control.push_config_made(&Scope::new(request.agent, request.owner), &request.task);
+        if let Some(reply) = told.reply
+            && let Err(e) = self.client.publish(reply, "{}".into()).await
+        {
+            tracing::warn!(error = %e, "could not answer a push config notice");
+        }
+    }
 }
 
 fn generation_of(headers: Option<&HeaderMap>) -> Option<u64> {
@@ -369,25 +386,6 @@ impl EventBus for NatsBus {
             Ok(Err(e)) if matches!(e.kind(), RequestErrorKind::NoResponders) => Ok(false),
             Ok(Err(e)) => Err(bus_err("telling a replica of a push config", e)),
             Ok(Ok(_)) => Ok(true),
-        }
-    }
-}
-
-impl NatsBus {
-    /// Takes note of a push config another replica made, then says so.
-    async fn answer_push(&self, control: &dyn Control, told: async_nats::Message) {
-        if told.payload.len() > MAX_CONTROL {
-            return;
-        }
-        let Ok(request) = serde_json::from_slice::<TaskRequest>(&told.payload) else {
-            tracing::warn!("unreadable push config notice from another replica");
-            return;
-        };
-        control.push_config_made(&Scope::new(request.agent, request.owner), &request.task);
-        if let Some(reply) = told.reply
-            && let Err(e) = self.client.publish(reply, "{}".into()).await
-        {
-            tracing::warn!(error = %e, "could not answer a push config notice");
         }
     }
 }

@@ -94,12 +94,12 @@ impl HeldLeases {
         }
     }
 
-    /// Forgets every lease (they were handed over); how many there were.
-    pub fn clear(&self) -> usize {
-        let mut map = self.lock();
-        let n = map.len();
-        map.clear();
-        n
+    /// Marks every lease lost: they are being handed over to the other
+    /// replicas, so a run still going here publishes nothing more.
+    pub fn give_up_all(&self) {
+        for held in self.lock().values_mut() {
+            held.lost = true;
+        }
     }
 
     /// Takes in a renewal that began at `asked`, for `ttl`, and named

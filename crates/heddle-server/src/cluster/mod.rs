@@ -384,7 +384,7 @@ impl Cluster {
             handler.abort_runs().await;
         }
         if let Some((store, _)) = &self.leases {
-            self.held.clear();
+            self.held.give_up_all();
             match store.renew_leases(&self.replica, 0).await {
                 Ok(handed) if !handed.is_empty() => {
                     tracing::info!(tasks = handed.len(), "handed this replica's tasks over");

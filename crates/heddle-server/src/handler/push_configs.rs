@@ -4,7 +4,6 @@
 //! store (without a notifier every one is PushNotificationNotSupported).
 
 use heddle_core::{A2aError, ErrorCode, ProtocolVersion, v1};
-
 use heddle_store::Scope;
 
 use super::{CallContext, Reply, RequestHandler, store_err};
