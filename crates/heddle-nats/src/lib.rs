@@ -13,6 +13,9 @@
 //! * Cancels go to a replica on `heddle.control.<replica>.cancel` as core
 //!   NATS requests: a replica that is gone has no subscriber, and the
 //!   request fails at once with "no responders".
+//! * A push config made for a task another replica runs is told to that
+//!   replica on `heddle.control.<replica>.push`, a core NATS request it
+//!   answers once it has taken note.
 
 use std::{sync::Arc, time::Duration};
 
