@@ -188,6 +188,18 @@ struct TaskRequest {
     task: String,
 }
 
+impl TaskRequest {
+    /// The request about `task_id` in `scope`, encoded.
+    fn body(scope: &Scope, task_id: &str) -> Result<Vec<u8>, BusError> {
+        serde_json::to_vec(&Self {
+            agent: scope.agent.clone(),
+            owner: scope.owner.clone(),
+            task: task_id.to_owned(),
+        })
+        .map_err(|e| bus_err("encoding a control request", e))
+    }
+}
+
 /// Its answer: the canceled task (protobuf, base64) or the A2A error.
 #[derive(serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -324,12 +336,7 @@ impl EventBus for NatsBus {
         task_id: &str,
     ) -> Result<Option<Result<v1::Task, A2aError>>, BusError> {
         use async_nats::RequestErrorKind;
-        let body = serde_json::to_vec(&TaskRequest {
-            agent: scope.agent.clone(),
-            owner: scope.owner.clone(),
-            task: task_id.to_owned(),
-        })
-        .map_err(|e| bus_err("encoding a cancel", e))?;
+        let body = TaskRequest::body(scope, task_id)?;
         let asked = tokio::time::timeout(
             CANCEL_TIMEOUT,
             self.client
@@ -371,12 +378,7 @@ impl EventBus for NatsBus {
         task_id: &str,
     ) -> Result<bool, BusError> {
         use async_nats::RequestErrorKind;
-        let body = serde_json::to_vec(&TaskRequest {
-            agent: scope.agent.clone(),
-            owner: scope.owner.clone(),
-            task: task_id.to_owned(),
-        })
-        .map_err(|e| bus_err("encoding a push config notice", e))?;
+        let body = TaskRequest::body(scope, task_id)?;
         let asked = tokio::time::timeout(
             PUSH_NOTICE_TIMEOUT,
             self.client.request(self.push_subject(replica), body.into()),

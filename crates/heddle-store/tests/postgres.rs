@@ -587,6 +587,22 @@ async fn a_save_never_goes_back_a_generation() {
     );
 }
 
+/// Takes a lease (see `LeaseStore::acquire_lease`); whether it was taken.
+async fn leased(
+    store: &PostgresStore,
+    scope: &Scope,
+    task: &str,
+    replica: &str,
+    ttl_ms: i64,
+    run: Option<&heddle_store::LeasedRun>,
+) -> bool {
+    use heddle_store::LeaseStore;
+    store
+        .acquire_lease(scope, task, replica, ttl_ms, run)
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn an_expired_lease_is_claimed_once_and_a_live_one_not_at_all() {
     use heddle_store::LeaseStore;
@@ -597,12 +613,7 @@ async fn an_expired_lease_is_claimed_once_and_a_live_one_not_at_all() {
     let agents = ["a".to_owned()];
     // Leases already expired (a negative time to live).
     for (task, replica) in [("t1", "r1"), ("t2", "r1"), ("t3", "r2")] {
-        assert!(
-            store
-                .acquire_lease(&scope, task, replica, -1_000, None)
-                .await
-                .unwrap()
-        );
+        assert!(leased(&store, &scope, task, replica, -1_000, None).await);
     }
     assert_eq!(
         store.lease_holder("a", "t3").await.unwrap().as_deref(),
@@ -618,18 +629,8 @@ async fn an_expired_lease_is_claimed_once_and_a_live_one_not_at_all() {
         }]
     );
     // A live lease is not taken by another replica; its holder renews it.
-    assert!(
-        !store
-            .acquire_lease(&scope, "t3", "r1", 60_000, None)
-            .await
-            .unwrap()
-    );
-    assert!(
-        store
-            .acquire_lease(&scope, "t3", "r2", 60_000, None)
-            .await
-            .unwrap()
-    );
+    assert!(!leased(&store, &scope, "t3", "r1", 60_000, None).await);
+    assert!(leased(&store, &scope, "t3", "r2", 60_000, None).await);
     // Only the agents asked for are claimed.
     let none = store
         .claim_expired(&["other".to_owned()], "r9", 10)
@@ -658,18 +659,8 @@ async fn an_expired_lease_is_claimed_once_and_a_live_one_not_at_all() {
     );
     // An expired lease is taken over by another replica; the first one's
     // next renewal does not name it (its run there must stop).
-    assert!(
-        store
-            .acquire_lease(&scope, "t4", "r1", -1_000, None)
-            .await
-            .unwrap()
-    );
-    assert!(
-        store
-            .acquire_lease(&scope, "t4", "r2", 60_000, None)
-            .await
-            .unwrap()
-    );
+    assert!(leased(&store, &scope, "t4", "r1", -1_000, None).await);
+    assert!(leased(&store, &scope, "t4", "r2", 60_000, None).await);
     assert!(store.renew_leases("r1", 60_000).await.unwrap().is_empty());
     // A released lease is gone; another replica's release is a no-op.
     store.release_lease("a", "t3", "r1").await.unwrap();
@@ -678,12 +669,7 @@ async fn an_expired_lease_is_claimed_once_and_a_live_one_not_at_all() {
     assert_eq!(store.lease_holder("a", "t3").await.unwrap(), None);
     // A replica that stops hands its tasks over: its leases, renewed with
     // no time left, are claimed at the others' next round.
-    assert!(
-        store
-            .acquire_lease(&scope, "t5", "r3", 60_000, None)
-            .await
-            .unwrap()
-    );
+    assert!(leased(&store, &scope, "t5", "r3", 60_000, None).await);
     assert!(
         store
             .claim_expired(&agents, "r9", 10)
@@ -703,12 +689,7 @@ async fn an_expired_lease_is_claimed_once_and_a_live_one_not_at_all() {
     assert_eq!(handed, ["t5"]);
     // A replica does not claim its own expired lease (its renewal extends
     // it); another one does.
-    assert!(
-        store
-            .acquire_lease(&scope, "t6", "r9", -1_000, None)
-            .await
-            .unwrap()
-    );
+    assert!(leased(&store, &scope, "t6", "r9", -1_000, None).await);
     assert!(
         store
             .claim_expired(&agents, "r9", 10)
@@ -741,25 +722,10 @@ async fn a_leased_runs_request_comes_back_with_its_expired_lease() {
         extensions: vec!["https://example.com/ext/v1".into()],
         protocol_version: "0.3".into(),
     };
-    assert!(
-        store
-            .acquire_lease(&scope, "t1", "r1", 60_000, None)
-            .await
-            .unwrap()
-    );
-    assert!(
-        store
-            .acquire_lease(&scope, "t1", "r1", -1_000, Some(&run))
-            .await
-            .unwrap()
-    );
+    assert!(leased(&store, &scope, "t1", "r1", 60_000, None).await);
+    assert!(leased(&store, &scope, "t1", "r1", -1_000, Some(&run)).await);
     // Leased again without a record (a continued task's first lease).
-    assert!(
-        store
-            .acquire_lease(&scope, "t1", "r1", -1_000, None)
-            .await
-            .unwrap()
-    );
+    assert!(leased(&store, &scope, "t1", "r1", -1_000, None).await);
     let claimed = store
         .claim_expired(&["a".to_owned()], "r9", 10)
         .await
@@ -767,12 +733,7 @@ async fn a_leased_runs_request_comes_back_with_its_expired_lease() {
     assert_eq!(claimed.len(), 1);
     assert_eq!(claimed[0].run.as_ref(), Some(&run));
     // A lease with no record comes back with none.
-    assert!(
-        store
-            .acquire_lease(&scope, "t2", "r1", -1_000, None)
-            .await
-            .unwrap()
-    );
+    assert!(leased(&store, &scope, "t2", "r1", -1_000, None).await);
     let claimed = store
         .claim_expired(&["a".to_owned()], "r9", 10)
         .await
@@ -780,12 +741,7 @@ async fn a_leased_runs_request_comes_back_with_its_expired_lease() {
     assert_eq!(claimed[0].run, None);
     // A record that cannot be read loses only itself: the lease comes back.
     for task in ["t3", "t4"] {
-        assert!(
-            store
-                .acquire_lease(&scope, task, "r1", -1_000, Some(&run))
-                .await
-                .unwrap()
-        );
+        assert!(leased(&store, &scope, task, "r1", -1_000, Some(&run)).await);
     }
     sqlx::query("UPDATE task_leases SET run_request = '\\xff'::bytea WHERE task_id = 't3'")
         .execute(store.pool())

@@ -244,17 +244,41 @@ fn replica(store: &str, nats: &str, log: &std::path::Path, extra: &[&str]) -> Se
 
 /// A writer-stream task started on `url` and left running.
 async fn start_task(url: &str, id: &str) -> String {
-    let client = reqwest::Client::new();
+    send_task(url, json!({"message": message(id, "write")})).await
+}
+
+/// A writer-stream task started on `url` with `params` (SendMessage's,
+/// without its configuration) and left running.
+async fn send_task(url: &str, mut params: Value) -> String {
+    params["configuration"]["returnImmediately"] = true.into();
     let sent = rpc(
-        &client,
+        &reqwest::Client::new(),
         url,
         "writer-stream",
         "SendMessage",
-        json!({"message": message(id, "write"), "configuration": {"returnImmediately": true}}),
+        params,
     )
     .await
     .expect("send");
     sent["task"]["id"].as_str().expect("task id").to_owned()
+}
+
+/// GetTask on `url`.
+async fn get_task(url: &str, task_id: &str) -> Value {
+    rpc(
+        &reqwest::Client::new(),
+        url,
+        "writer-stream",
+        "GetTask",
+        json!({"id": task_id}),
+    )
+    .await
+    .expect("get")
+}
+
+/// How many chunks the stored report holds.
+fn report_parts(task: &Value) -> usize {
+    task["artifacts"][0]["parts"].as_array().map_or(0, Vec::len)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -345,15 +369,7 @@ async fn three_replicas_share_streams_cancels_and_a_dead_replicas_tasks() {
     );
 
     // The store agrees, on any replica.
-    let got = rpc(
-        &client,
-        &b.url,
-        "writer-stream",
-        "GetTask",
-        json!({"id": second}),
-    )
-    .await
-    .expect("get");
+    let got = get_task(&b.url, &second).await;
     assert_eq!(got["status"]["state"], "TASK_STATE_FAILED");
     assert_eq!(
         pushed_end(&pushed, &second, Duration::from_secs(20)),
@@ -532,17 +548,8 @@ async fn a_resumable_agents_task_is_resumed_by_another_replica() {
         return;
     };
     let Three { a, b, .. } = &mut three;
-    let sent = rpc(
-        &reqwest::Client::new(),
-        &a.url,
-        "writer-stream",
-        "SendMessage",
-        json!({"message": message("resume-1", "write"), "metadata": {"reportName": "q3"},
-            "configuration": {"returnImmediately": true}}),
-    )
-    .await
-    .expect("send");
-    let task = sent["task"]["id"].as_str().expect("task id").to_owned();
+    let params = json!({"message": message("resume-1", "write"), "metadata": {"reportName": "q3"}});
+    let task = send_task(&a.url, params).await;
     let mut on_b = subscribe(&b.url, &task, None).await;
     let mut seen = until_first_chunk(&mut on_b).await;
     a.child.kill().expect("kill -9 A");
@@ -567,17 +574,8 @@ async fn a_resumable_agents_task_is_resumed_by_another_replica() {
         names, ["q3"; 3],
         "the resumed run had the request's metadata"
     );
-    let got = rpc(
-        &reqwest::Client::new(),
-        &b.url,
-        "writer-stream",
-        "GetTask",
-        json!({"id": task}),
-    )
-    .await
-    .expect("get");
-    let parts = got["artifacts"][0]["parts"].as_array().map_or(0, Vec::len);
-    assert_eq!(parts, 3, "{got}");
+    let got = get_task(&b.url, &task).await;
+    assert_eq!(report_parts(&got), 3, "{got}");
     let Three { b, c, .. } = &mut three;
     a_replica_paused_past_its_lease_stops_the_run_it_lost(b, c).await;
 }
@@ -628,16 +626,7 @@ async fn a_replica_paused_past_its_lease_stops_the_run_it_lost(b: &mut Server, c
     );
     // What B's run would have written next is not in the store either.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let got = rpc(
-        &reqwest::Client::new(),
-        &c.url,
-        "writer-stream",
-        "GetTask",
-        json!({"id": task}),
-    )
-    .await
-    .expect("get");
+    let got = get_task(&c.url, &task).await;
     assert_eq!(got["status"]["state"], "TASK_STATE_COMPLETED");
-    let parts = got["artifacts"][0]["parts"].as_array().map_or(0, Vec::len);
-    assert_eq!(parts, 3, "{got}");
+    assert_eq!(report_parts(&got), 3, "{got}");
 }

@@ -197,6 +197,20 @@ mod tests {
         }
     }
 
+    /// An event of task `t1` of agent `a` waiting at the fence.
+    fn fence_t1(held: &Arc<HeldLeases>) -> tokio::task::JoinHandle<Fence> {
+        let held = held.clone();
+        tokio::spawn(async move { held.fence("a", "t1").await })
+    }
+
+    /// What the waiting event found, once it is let go.
+    async fn settled(waiting: tokio::task::JoinHandle<Fence>) -> Fence {
+        tokio::time::timeout(Duration::from_millis(100), waiting)
+            .await
+            .expect("let go")
+            .expect("no panic")
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_renewal_that_does_not_name_a_lease_taken_before_it_reports_it_lost() {
         let held = HeldLeases::default();
@@ -237,10 +251,7 @@ mod tests {
         // Past its time with no renewal: the event waits, and asks for one.
         tokio::time::advance(TTL).await;
         assert_eq!(held.now("a", "t1"), None);
-        let waiting = tokio::spawn({
-            let held = held.clone();
-            async move { held.fence("a", "t1").await }
-        });
+        let waiting = fence_t1(&held);
         tokio::time::timeout(Duration::from_millis(100), held.asked_to_renew())
             .await
             .expect("the waiting event asked for a renewal");
@@ -249,11 +260,7 @@ mod tests {
         let asked = Instant::now();
         assert!(held.renewed(asked, TTL, vec![lease("a", "t1")]).is_empty());
         held.signal();
-        let through = tokio::time::timeout(Duration::from_millis(100), waiting)
-            .await
-            .expect("through once renewed")
-            .expect("no panic");
-        assert_eq!(through, Fence::Open);
+        assert_eq!(settled(waiting).await, Fence::Open, "through once renewed");
     }
 
     #[tokio::test(start_paused = true)]
@@ -262,19 +269,12 @@ mod tests {
         let scope = Scope::new("a", "alice");
         held.hold(&scope, "t1", Instant::now(), TTL);
         tokio::time::advance(TTL * 3).await;
-        let waiting = tokio::spawn({
-            let held = held.clone();
-            async move { held.fence("a", "t1").await }
-        });
+        let waiting = fence_t1(&held);
         tokio::task::yield_now().await;
         let lost = held.renewed(Instant::now(), TTL, Vec::new());
         assert_eq!(lost.len(), 1);
         held.signal();
-        let refused = tokio::time::timeout(Duration::from_millis(100), waiting)
-            .await
-            .expect("let go")
-            .expect("no panic");
-        assert_eq!(refused, Fence::Lost);
+        assert_eq!(settled(waiting).await, Fence::Lost);
         // A later event too, without waiting.
         assert_eq!(held.now("a", "t1"), Some(Fence::Lost));
     }
